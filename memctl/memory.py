@@ -1,0 +1,395 @@
+"""The library API: everything the CLI does, callable from Python and tests.
+
+Each public method is one user-visible action. Writes run in ``BEGIN IMMEDIATE``
+transactions stamped with one transaction time each; an ingest commits one batch of
+whole episodes at a time, so a crash keeps every episode fully in or fully out, and
+running the same command again finishes the job.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from memctl import names, recall as recall_module, times
+from memctl.errors import MemctlError
+from memctl.model import Episode
+from memctl.sources import IngestOptions, files_under, parse
+from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
+from memctl.store.episodes import Touched, sort_new, store_episodes, expire_episodes, purge_episodes, touched_by
+from memctl.store.facts import SlotChanges, current_facts, recompute_slots, rename_entities
+
+BATCH_EPISODES = 500
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    episodes: int = 0
+    added: int = 0
+    reactivated: int = 0
+    already_present: int = 0
+    assertions: int = 0
+    facts_created: int = 0
+    facts_expired: int = 0
+    operation_id: str | None = None
+    time_range: list[str | None] = field(default_factory=lambda: [None, None])
+
+    def count(self, episode: Episode) -> None:
+        self.episodes += 1
+        low, high = self.time_range
+        self.time_range = [min(low or episode.reference_time, episode.reference_time),
+                           max(high or episode.reference_time, episode.reference_time)]
+
+
+class _DryRun(Exception):
+    """Raised inside a write transaction to roll a preview back."""
+
+
+def _new_operation_id() -> str:
+    return f"op_{secrets.token_hex(6)}"
+
+
+def _batches(items: Iterable[Episode], size: int) -> Iterator[list[Episode]]:
+    batch: list[Episode] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class Memory:
+    def __init__(self, db: Database, clock: Clock = system_clock):
+        self.db = db
+        self.clock = clock
+
+    @classmethod
+    def open(cls, path: str | Path, clock: Clock = system_clock, *, must_exist: bool = False) -> Memory:
+        if must_exist and not Path(path).exists():
+            raise MemctlError(f"no memory at {path} yet; run 'memctl ingest' first (or pass --db)")
+        return cls(open_database(path), clock)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def now(self) -> str:
+        return times.to_storage(self.clock())
+
+    # --- writing -------------------------------------------------------------------
+
+    def _apply(self, at: str, touched: Touched) -> SlotChanges:
+        rename_entities(self.db, touched.entities)
+        return recompute_slots(self.db, touched.slots, at)
+
+    def _record_operation(self, operation_id: str, kind: str, at: str, command: dict, status: str) -> None:
+        self.db.execute(
+            "INSERT INTO operations (id, kind, at, status, command) VALUES (?, ?, ?, ?, ?)",
+            [operation_id, kind, at, status, json.dumps(command, sort_keys=True)],
+        )
+
+    def ingest(self, paths: list[Path], options: IngestOptions, *, batch_size: int = BATCH_EPISODES) -> IngestReport:
+        """Ingest files. Every file is read and checked first: bad input writes nothing."""
+        files = files_under(paths)
+        for path in files:
+            for _ in parse(path, options):
+                pass
+        command = {"paths": [str(p) for p in files], **asdict(options)}
+        report = self.ingest_episodes(
+            (episode for path in files for episode in parse(path, options)), command=command, batch_size=batch_size
+        )
+        report.files = len(files)
+        return report
+
+    def preview(self, paths: list[Path], options: IngestOptions) -> Iterator[dict]:
+        """What ingest would store, one row per episode, writing nothing."""
+        for path in files_under(paths):
+            for episode in parse(path, options):
+                yield {
+                    "id": episode.id, "source": episode.source, "position": episode.position,
+                    "format": episode.format, "reference_time": episode.reference_time,
+                    "reference_time_source": episode.reference_time_source, "chars": len(episode.content),
+                    "assertions": len(episode.assertions), "skipped_reason": None,
+                }
+
+    def ingest_episodes(
+        self, episodes: Iterable[Episode], *, command: dict | None = None, batch_size: int = BATCH_EPISODES
+    ) -> IngestReport:
+        report = IngestReport()
+        operation_id = _new_operation_id()
+        recorded = False
+        for batch in _batches(episodes, batch_size):
+            for episode in batch:
+                report.count(episode)
+            with write_transaction(self.db):
+                at = transaction_time(self.db, self.clock)
+                added = sort_new(self.db, batch)
+                report.already_present += len(added.already_present)
+                if not added.to_store:
+                    continue
+                if not recorded:
+                    self._record_operation(operation_id, "ingest", at, command or {}, "running")
+                    recorded = True
+                store_episodes(self.db, added, at, operation_id)
+                changes = self._apply(at, added.touched)
+                report.added += len(added.added)
+                report.reactivated += len(added.reactivated)
+                report.assertions += added.assertions
+                report.facts_created += len(changes.inserted)
+                report.facts_expired += len(changes.expired)
+                self._set_counts(operation_id, report)
+        if recorded:
+            report.operation_id = operation_id
+            with write_transaction(self.db):
+                self.db.execute(
+                    "UPDATE operations SET status = 'done', finished_at = ? WHERE id = ?",
+                    [transaction_time(self.db, self.clock), operation_id],
+                )
+        return report
+
+    def _set_counts(self, operation_id: str, report: IngestReport) -> None:
+        counts = {k: getattr(report, k) for k in ("added", "reactivated", "assertions", "facts_created", "facts_expired")}
+        self.db.execute("UPDATE operations SET counts = ? WHERE id = ?", [json.dumps(counts), operation_id])
+
+    # --- undo ----------------------------------------------------------------------
+
+    def _lookup(self, table: str, prefix: str) -> list[str]:
+        return [row[0] for row in self.db.execute(
+            f"SELECT id FROM {table} WHERE id >= ? AND id < ? ORDER BY id LIMIT 6", [prefix, prefix + "\U0010ffff"]
+        ).fetchall()]
+
+    def resolve_targets(self, targets: list[str], source: Path | None = None) -> list[str]:
+        """Episode ids for episode ids, operation ids or unique prefixes, and --source."""
+        episode_ids: dict[str, None] = {}
+        for target in targets:
+            found = self._lookup("episodes", target) + self._lookup("operations", target)
+            if not found:
+                raise MemctlError(f"no episode or operation matches {target!r}; 'memctl episodes' lists them")
+            if len(found) > 1:
+                raise MemctlError(f"{target!r} is ambiguous: {', '.join(found[:5])}…; give more characters")
+            if found[0].startswith("ep_"):
+                episode_ids[found[0]] = None
+                continue
+            kind = self.db.execute("SELECT kind FROM operations WHERE id = ?", found).fetchone()[0]
+            if kind != "ingest":
+                raise MemctlError(f"{found[0]} is a {kind} operation; only ingest operations and episodes can be undone")
+            for (episode_id,) in self.db.execute(
+                "SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", found
+            ).fetchall():
+                episode_ids[episode_id] = None
+        if source is not None:
+            resolved = str(source.resolve())
+            rows = self.db.execute("SELECT id FROM episodes WHERE source = ? ORDER BY position", [resolved]).fetchall()
+            if not rows:
+                raise MemctlError(f"no episodes come from {resolved}")
+            episode_ids.update((row[0], None) for row in rows)
+        if not episode_ids:
+            raise MemctlError("name at least one episode or operation to undo, or --source PATH")
+        return list(episode_ids)
+
+    def undo(self, targets: list[str], *, source: Path | None = None, apply: bool = False, purge: bool = False) -> dict:
+        """Remove episodes (and with ``purge`` their content, for good). A preview unless ``apply``."""
+        episode_ids = self.resolve_targets(targets, source)
+        plan: dict = {}
+        try:
+            with write_transaction(self.db):
+                statuses = dict(self.db.execute(
+                    f"SELECT id, status FROM episodes WHERE id IN ({', '.join('?' * len(episode_ids))})", episode_ids
+                ).fetchall())
+                chosen = episode_ids if purge else [e for e in episode_ids if statuses[e] == "active"]
+                at = transaction_time(self.db, self.clock)
+                slots = touched_by(self.db, chosen, active_only=not purge).slots
+                before = current_facts(self.db, slots)
+                touched = purge_episodes(self.db, chosen) if purge else expire_episodes(self.db, chosen, at)
+                self._apply(at, touched)
+                plan = {
+                    "episodes": chosen,
+                    "already_undone": [e for e in episode_ids if e not in chosen],
+                    "purge": purge,
+                    **_classify(self.db, before, current_facts(self.db, slots)),
+                    "applied": False,
+                    "operation_id": None,
+                }
+                if not apply or not chosen:
+                    raise _DryRun
+                operation_id = _new_operation_id()
+                self._record_operation(operation_id, "undo", at, {"targets": targets, "source": str(source) if source else None, "purge": purge}, "done")
+                counts = {k: len(plan[k]) for k in ("removed", "reopened", "changed", "added")}
+                self.db.execute(
+                    "UPDATE operations SET finished_at = ?, counts = ?, episode_ids = ? WHERE id = ?",
+                    [at, json.dumps({"episodes": len(chosen), **counts}), json.dumps(chosen), operation_id],
+                )
+                plan.update(applied=True, operation_id=operation_id)
+        except _DryRun:
+            pass
+        return plan
+
+    def rebuild(self) -> dict:
+        """Recompute every fact from the assertions; on a healthy store this changes nothing."""
+        with write_transaction(self.db):
+            at = transaction_time(self.db, self.clock)
+            touched = Touched(
+                slots=set(self.db.execute(
+                    "SELECT subject_id, predicate_key FROM assertions UNION SELECT subject_id, predicate_key FROM facts WHERE expired_at IS NULL"
+                ).fetchall()),
+                entities={row[0] for row in self.db.execute("SELECT id FROM entities").fetchall()},
+            )
+            changes = self._apply(at, touched)
+            counts = {"slots": len(touched.slots), "facts_created": len(changes.inserted), "facts_expired": len(changes.expired)}
+            operation_id = None
+            if changes.inserted or changes.expired:
+                operation_id = _new_operation_id()
+                self._record_operation(operation_id, "rebuild", at, {}, "done")
+                self.db.execute("UPDATE operations SET finished_at = ?, counts = ? WHERE id = ?",
+                                [at, json.dumps(counts), operation_id])
+        return {**counts, "operation_id": operation_id}
+
+    # --- reading -------------------------------------------------------------------
+
+    def recall(self, query: str, *, as_of: str | None = None, known_at: str | None = None,
+               limit: int = 10, history: bool = False) -> dict:
+        # "What memctl believed at K" defaults to what it would have answered then.
+        effective_as_of = as_of or known_at or self.now()
+        results = recall_module.recall(self.db, query, as_of=effective_as_of, known_at=known_at,
+                                       limit=limit, history=history)
+        return {"query": query, "as_of": effective_as_of, "known_at": known_at, "results": results}
+
+    def episodes(self, *, source: Path | None = None, status: str | None = None, limit: int | None = None) -> list[dict]:
+        where, params = ["1"], []
+        if source is not None:
+            where.append("source = ?")
+            params.append(str(source.resolve()))
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        cursor = self.db.execute(
+            f"""SELECT id, source, position, format, reference_time, reference_time_source, status
+                FROM episodes WHERE {' AND '.join(where)} ORDER BY reference_time, id
+                {'LIMIT ?' if limit else ''}""",
+            params + ([limit] if limit else []),
+        )
+        columns = [d[0] for d in cursor.description]
+        return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+    def episode(self, target: str) -> dict:
+        found = self._lookup("episodes", target)
+        if len(found) != 1:
+            raise MemctlError(
+                f"no episode matches {target!r}" if not found else f"{target!r} is ambiguous: {', '.join(found[:5])}"
+            )
+        episode = self.db.table("episodes").get(found[0])
+        cursor = self.db.execute(
+            """SELECT id, subject, predicate, object, fact, valid_at, valid_at_evidence, valid_at_precision,
+                      invalid_at, invalid_at_evidence, invalid_at_precision, cardinality, extractor, extracted_at,
+                      created_at, expired_at
+               FROM assertions WHERE episode_id = ? ORDER BY created_at, ordinal""",
+            [episode["id"]],
+        )
+        columns = [d[0] for d in cursor.description]
+        episode["assertions"] = [dict(zip(columns, row)) for row in cursor.fetchall()]
+        facts = recall_module.fact_rows(
+            self.db,
+            "f.expired_at IS NULL AND f.id IN (SELECT p.fact_id FROM fact_provenance p JOIN assertions a "
+            "ON a.id = p.assertion_id WHERE a.episode_id = ? AND a.expired_at IS NULL)",
+            [episode["id"]],
+            order="f.valid_at, f.id",
+        )
+        now = self.now()
+        for fact in facts:
+            fact["status"] = recall_module.status(fact, now)
+        episode["facts"] = facts
+        return episode
+
+    def history(self, entity: str) -> dict:
+        row = self.db.execute("SELECT id, name FROM entities WHERE name_key = ?", [names.entity_key(entity)]).fetchone()
+        if row is None:
+            raise MemctlError(f"no entity named {entity!r}; try 'memctl recall {entity}'")
+        facts = recall_module.fact_rows(
+            self.db, "f.expired_at IS NULL AND f.subject_id = ?", [row[0]], order="f.predicate_key, f.valid_at, f.id"
+        )
+        recall_module.attach_episodes(self.db, facts, None)
+        now = self.now()
+        slots: dict[str, dict] = {}
+        for fact in facts:
+            fact["status"] = recall_module.status(fact, now)
+            slot = slots.setdefault(fact["predicate"].casefold(), {
+                "predicate": fact["predicate"], "cardinality": fact["cardinality"], "facts": []})
+            slot["facts"].append(fact)
+        return {"entity": row[1], "slots": list(slots.values())}
+
+    def stats(self) -> dict:
+        one = lambda sql, *p: self.db.execute(sql, p).fetchone()[0]  # noqa: E731
+        now = self.now()
+        low, high = self.db.execute(
+            "SELECT min(reference_time), max(reference_time) FROM episodes WHERE status = 'active'"
+        ).fetchone()
+        return {
+            "episodes": one("SELECT count(*) FROM episodes WHERE status = 'active'"),
+            "episodes_undone": one("SELECT count(*) FROM episodes WHERE status = 'undone'"),
+            "assertions": one("SELECT count(*) FROM assertions WHERE expired_at IS NULL"),
+            "entities": one(
+                "SELECT count(*) FROM entities WHERE id IN (SELECT subject_id FROM assertions WHERE expired_at IS NULL"
+                " UNION SELECT object_id FROM assertions WHERE expired_at IS NULL)"
+            ),
+            "facts_valid_now": one(
+                "SELECT count(*) FROM facts WHERE expired_at IS NULL AND valid_at <= ? AND (invalid_at IS NULL OR ? < invalid_at)",
+                now, now,
+            ),
+            "facts_current_versions": one("SELECT count(*) FROM facts WHERE expired_at IS NULL"),
+            "fact_versions": one("SELECT count(*) FROM facts"),
+            "operations": one("SELECT count(*) FROM operations"),
+            "reference_time_range": [low, high],
+        }
+
+    def operations(self) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT id, kind, at, finished_at, status, command, counts FROM operations ORDER BY at, id"
+        ).fetchall()
+        return [
+            {"id": r[0], "kind": r[1], "at": r[2], "finished_at": r[3], "status": r[4],
+             "command": json.loads(r[5] or "{}"), "counts": json.loads(r[6] or "{}")}
+            for r in rows
+        ]
+
+
+def _classify(db: Database, before: list[dict], after: list[dict]) -> dict[str, list[dict]]:
+    """Sort the change in a set of slots' current facts into what a user reads in a plan.
+
+    removed: a fact that no longer exists; reopened: a fact whose end is lifted
+    (Austin comes back when NYC is undone); changed: same fact, another interval or
+    text; added: a fact that appears (a value split by the removed one, rejoined).
+    """
+    def key(row: dict) -> tuple:
+        return (row["subject_id"], row["predicate_key"], row["object_id"], row["valid_at"])
+
+    def describe(row: dict, old: dict | None = None) -> dict:
+        names_by_id = dict(db.execute(
+            "SELECT id, name FROM entities WHERE id IN (?, ?)", [row["subject_id"], row["object_id"]]
+        ).fetchall())
+        out = {"fact": row["fact"], "subject": names_by_id.get(row["subject_id"]), "predicate": row["predicate"],
+               "object": names_by_id.get(row["object_id"]), "valid_at": row["valid_at"], "invalid_at": row["invalid_at"]}
+        if old is not None:
+            out["invalid_at_before"] = old["invalid_at"]
+        return out
+
+    kept_ids = {row["id"] for row in before} & {row["id"] for row in after}
+    old_by_key = {key(row): row for row in before if row["id"] not in kept_ids}
+    new_by_key = {key(row): row for row in after if row["id"] not in kept_ids}
+    result: dict[str, list[dict]] = {"removed": [], "reopened": [], "changed": [], "added": []}
+    for k, old in old_by_key.items():
+        new = new_by_key.get(k)
+        if new is None:
+            result["removed"].append(describe(old))
+        elif new["invalid_at"] is None and old["invalid_at"] is not None:
+            result["reopened"].append(describe(new, old))
+        else:
+            result["changed"].append(describe(new, old))
+    result["added"] = [describe(row) for k, row in new_by_key.items() if k not in old_by_key]
+    return result

@@ -1,0 +1,89 @@
+"""What flows from sources and extractors into the store.
+
+Every extractor (structured import, rules, LLM) produces ``Assertion`` objects; pydantic
+validates them before anything is stored, so the store never sees a garbage date.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+
+from memctl import names
+
+Evidence = Literal["text", "relative", "reference", "explicit", "repair"]
+Precision = Literal["instant", "day", "month", "year"]
+Cardinality = Literal["one", "many"]
+
+
+class Assertion(BaseModel):
+    """One thing an episode said, with its dates already in storage form."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    subject: str
+    predicate: str
+    object: str
+    fact: str
+    valid_at: str | None  # None only for a retraction
+    valid_at_evidence: Evidence | None = None
+    valid_at_precision: Precision | None = None
+    invalid_at: str | None = None
+    invalid_at_evidence: Evidence | None = None
+    invalid_at_precision: Precision | None = None
+    date_span: str | None = None
+    cardinality: Cardinality = "one"
+    extractor: str
+    extracted_at: str | None = None  # None: when the store takes it in
+
+    @field_validator("subject", "object")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not names.entity_key(value):
+            raise ValueError(f"{value!r} is not a usable name")
+        return value.strip()
+
+    @field_validator("predicate")
+    @classmethod
+    def _predicate(cls, value: str) -> str:
+        if not names.predicate_key(value):
+            raise ValueError(f"{value!r} is not a usable predicate")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _interval(self) -> Assertion:
+        if self.valid_at is None and self.invalid_at is None:
+            raise ValueError("an assertion needs valid_at, or invalid_at for a retraction")
+        if self.valid_at is not None and self.invalid_at is not None and self.invalid_at <= self.valid_at:
+            raise ValueError(f"invalid_at {self.invalid_at} is not after valid_at {self.valid_at}")
+        return self
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Episode:
+    """One dated slice of a source, with what was extracted from it."""
+
+    source: str
+    position: int
+    format: str
+    content: str
+    content_hash: str
+    reference_time: str
+    reference_time_source: str  # record | session | user | mtime
+    source_id: str | None = None
+    assertions: list[Assertion] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        # Derived from content only: re-ingesting is idempotent, and ties between
+        # assertions break the same way whatever order episodes arrive in.
+        where = self.source_id if self.source_id is not None else f"#{self.position}"
+        digest = hashlib.sha256(f"{self.source}\x1f{where}\x1f{self.content_hash}".encode()).hexdigest()
+        return f"ep_{digest[:16]}"

@@ -1,0 +1,32 @@
+"""Matching keys for entity names and predicates.
+
+Names are matched by key but stored and shown as written. The key folds case, Unicode
+compatibility forms, white space, dashes and underscores, and drops punctuation that
+does not change meaning ("N.Y.C." = "NYC", "Node.js" = "nodejs"). Symbols that do
+change meaning stay: "C++" and "C#" are not "C".
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_SEPARATORS = re.compile(r"[\s\-_/]+")
+# Kept because they distinguish names: C++, C#, AT&T, @handle.
+_MEANINGFUL = set("+#&@")
+
+
+def entity_key(name: str) -> str:
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    kept = "".join(
+        ch
+        for ch in folded
+        if ch in _MEANINGFUL or not unicodedata.category(ch).startswith(("P", "S"))
+        or ch in "-_/"
+    )
+    return _SEPARATORS.sub(" ", kept).strip()
+
+
+def predicate_key(predicate: str) -> str:
+    """``lives in``, ``Lives-In`` and ``lives_in`` are one predicate: ``lives_in``."""
+    return entity_key(predicate).replace(" ", "_")

@@ -1,0 +1,112 @@
+"""Slot resolution: the facts of one slot as a pure function of its active assertions.
+
+A slot is (subject, predicate). Its assertions are sorted by a total order built only
+from their content (time, then reference time, episode id, position in the episode),
+so the result does not depend on the order in which episodes were ingested.
+
+- Consecutive assertions of one value merge into one fact, valid from the earliest.
+- Cardinality one: a value holds until the next *different* value starts
+  (``invalid_at = successor.valid_at``, dovetailed), unless an end was stated.
+- Cardinality many: values never supersede each other; only stated ends close them.
+- A stated end always wins over a derived one. When assertions merged into one fact
+  state different ends, the latest wins: the fact is the union of what they claim.
+- An end-only assertion (a retraction: ``invalid_at`` with no ``valid_at``) closes the
+  open fact of its value that has no stated end; it starts nothing.
+- A slot is many-valued if any of its assertions says so: wrongly ending a true fact
+  loses information silently, while wrongly leaving two values open stays visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SlotAssertion:
+    id: int
+    episode_id: str
+    ordinal: int
+    reference_time: str
+    object_id: int
+    valid_at: str | None  # None: a retraction
+    invalid_at: str | None
+    cardinality: str  # "one" | "many"
+
+    def sort_key(self) -> tuple:
+        time = self.valid_at if self.valid_at is not None else self.invalid_at
+        # At one instant an end comes before a start, so a value restated at the very
+        # moment it was retracted opens a new fact instead of a zero-length one.
+        return (time, 0 if self.valid_at is None else 1, self.reference_time, self.episode_id, self.ordinal)
+
+
+@dataclass
+class ResolvedFact:
+    object_id: int
+    valid_at: str
+    invalid_at: str | None = None
+    end_reason: str | None = None  # "stated" | "superseded" | None while open
+    assertion_ids: list[int] = field(default_factory=list)
+    stated_end: str | None = None
+
+    def closes_before(self, instant: str) -> bool:
+        return self.stated_end is not None and self.stated_end <= instant
+
+
+def slot_cardinality(assertions: list[SlotAssertion]) -> str:
+    return "many" if any(a.cardinality == "many" for a in assertions) else "one"
+
+
+def resolve_slot(assertions: list[SlotAssertion]) -> list[ResolvedFact]:
+    """The facts of one slot, ordered by (valid_at, object_id)."""
+    ordered = sorted(assertions, key=SlotAssertion.sort_key)
+    if slot_cardinality(ordered) == "one":
+        facts = _sweep(ordered, supersede=True)
+    else:
+        by_value: dict[int, list[SlotAssertion]] = {}
+        for assertion in ordered:
+            by_value.setdefault(assertion.object_id, []).append(assertion)
+        facts = [fact for group in by_value.values() for fact in _sweep(group, supersede=False)]
+    return sorted(facts, key=lambda f: (f.valid_at, f.object_id))
+
+
+def _sweep(ordered: list[SlotAssertion], *, supersede: bool) -> list[ResolvedFact]:
+    facts: list[ResolvedFact] = []
+    open_fact: ResolvedFact | None = None
+
+    def close(successor_valid_at: str | None) -> None:
+        if open_fact is None:
+            return
+        if open_fact.stated_end is not None:
+            open_fact.invalid_at, open_fact.end_reason = open_fact.stated_end, "stated"
+        elif successor_valid_at is not None:
+            open_fact.invalid_at, open_fact.end_reason = successor_valid_at, "superseded"
+        facts.append(open_fact)
+
+    for assertion in ordered:
+        if assertion.valid_at is None:  # a retraction; the sort puts it after its fact's start
+            if (
+                open_fact is not None
+                and open_fact.object_id == assertion.object_id
+                and open_fact.stated_end is None
+            ):
+                open_fact.stated_end = assertion.invalid_at
+                open_fact.assertion_ids.append(assertion.id)
+            continue
+        if (
+            open_fact is not None
+            and open_fact.object_id == assertion.object_id
+            and not open_fact.closes_before(assertion.valid_at)
+        ):
+            open_fact.assertion_ids.append(assertion.id)
+            if assertion.invalid_at is not None:
+                open_fact.stated_end = max(open_fact.stated_end or "", assertion.invalid_at)
+            continue
+        close(assertion.valid_at if supersede else None)
+        open_fact = ResolvedFact(
+            object_id=assertion.object_id,
+            valid_at=assertion.valid_at,
+            assertion_ids=[assertion.id],
+            stated_end=assertion.invalid_at,
+        )
+    close(None)
+    return facts

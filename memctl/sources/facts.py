@@ -1,0 +1,146 @@
+"""``--format facts``: structured JSONL, one episode per line, no inference.
+
+    {"reference_time": ISO, "source_id"?: str, "content"?: str, "extracted_at"?: ISO,
+     "facts": [{"subject", "predicate", "object", "fact"?, "valid_at"?, "invalid_at"?,
+                "cardinality"?: "one"|"many", "retracted"?: bool, "extracted_at"?: ISO}]}
+
+Dates are stored as given (evidence ``explicit``); a fact without ``valid_at`` is valid
+from the episode's reference time (evidence ``reference``). ``"retracted": true`` states
+only that the fact stopped holding at ``invalid_at`` (default: the reference time).
+Unknown keys are refused rather than ignored: a misspelt "valid_from" would otherwise
+silently lose its date.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from memctl import times
+from memctl.errors import MemctlError
+from memctl.model import Assertion, Episode, content_hash
+from memctl.sources import IngestOptions, fallback_reference_time, read_jsonl
+
+
+class _Fact(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    subject: str
+    predicate: str
+    object: str
+    fact: str | None = None
+    valid_at: str | None = None
+    invalid_at: str | None = None
+    cardinality: Literal["one", "many"] = "one"
+    retracted: bool = False
+    extracted_at: str | None = None
+
+    @model_validator(mode="after")
+    def _retraction(self) -> _Fact:
+        if self.retracted and self.valid_at is not None:
+            raise ValueError("a retracted fact has no valid_at; give invalid_at, when it stopped holding")
+        return self
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    reference_time: str | None = None
+    source_id: str | None = None
+    content: str | None = None
+    extracted_at: str | None = None
+    facts: list[_Fact]
+
+
+def _instant(value: str | None, what: str) -> times.ParsedInstant | None:
+    return None if value is None else times.parse_instant(value, what=what)
+
+
+def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None) -> Assertion:
+    where = f"facts[{index}]"
+    valid = _instant(item.valid_at, f"{where}.valid_at")
+    invalid = _instant(item.invalid_at, f"{where}.invalid_at")
+    extracted = _instant(item.extracted_at, f"{where}.extracted_at")
+    if item.retracted:
+        valid_at = None
+        invalid_at, invalid_evidence, invalid_precision = (
+            (times.to_storage(invalid.at), "explicit", invalid.precision) if invalid
+            else (reference_time, "reference", "instant")
+        )
+    else:
+        valid_at, valid_evidence, valid_precision = (
+            (times.to_storage(valid.at), "explicit", valid.precision) if valid
+            else (reference_time, "reference", "instant")
+        )
+        invalid_at, invalid_evidence, invalid_precision = (
+            (times.to_storage(invalid.at), "explicit", invalid.precision) if invalid else (None, None, None)
+        )
+    fields = dict(
+        subject=item.subject,
+        predicate=item.predicate,
+        object=item.object,
+        fact=item.fact or f"{item.subject} {item.predicate.replace('_', ' ')} {item.object}",
+        valid_at=valid_at,
+        valid_at_evidence=None if item.retracted else valid_evidence,
+        valid_at_precision=None if item.retracted else valid_precision,
+        invalid_at=invalid_at,
+        invalid_at_evidence=invalid_evidence,
+        invalid_at_precision=invalid_precision,
+        cardinality=item.cardinality,
+        extractor="facts",
+        extracted_at=times.to_storage(extracted.at) if extracted else line_extracted_at,
+    )
+    try:
+        return Assertion(**fields)
+    except ValidationError as error:
+        raise ValueError(f"{where}: {_first_message(error)}") from None
+
+
+def _first_message(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{where.replace('.[', '[')}: {message}" if where else message
+
+
+def _error_line(path: Path, number: int, error: Exception) -> MemctlError:
+    message = _first_message(error) if isinstance(error, ValidationError) else str(error)
+    return MemctlError(f"{path}:{number}: {message}")
+
+
+def parse(path: Path, options: IngestOptions) -> Iterator[Episode]:
+    fallback: tuple[str, str] | None = None
+    for number, raw, value in read_jsonl(path):
+        try:
+            line = _Line.model_validate(value)
+            if line.reference_time is not None:
+                reference_time = times.normalize_instant(line.reference_time, what="reference_time")
+                reference_source = "record"
+            else:
+                fallback = fallback or fallback_reference_time(path, options)
+                reference_time, reference_source = fallback
+            line_extracted = _instant(line.extracted_at, "extracted_at")
+            assertions = [
+                _assertion(item, index, reference_time, line_extracted and times.to_storage(line_extracted.at))
+                for index, item in enumerate(line.facts)
+            ]
+        except MemctlError:
+            raise
+        except (ValidationError, ValueError) as error:
+            raise _error_line(path, number, error) from None
+        canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        yield Episode(
+            source=str(path),
+            position=number,
+            source_id=line.source_id,
+            format="facts",
+            content=line.content if line.content is not None else raw.rstrip("\r\n"),
+            content_hash=content_hash(canonical),
+            reference_time=reference_time,
+            reference_time_source=reference_source,
+            assertions=assertions,
+        )

@@ -1,0 +1,85 @@
+"""Opening the database file and writing to it safely from several processes."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from memctl import times
+from memctl.store.schema import migrations
+
+BUSY_TIMEOUT_MS = 60_000
+
+Clock = Callable[[], datetime]
+
+
+def system_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def default_path() -> Path:
+    """``MEMCTL_DB`` if set, else the per-user data directory."""
+    if os.environ.get("MEMCTL_DB"):
+        return Path(os.environ["MEMCTL_DB"])
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("memctl")) / "memory.db"
+
+
+def open_database(path: str | Path) -> Database:
+    """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # isolation_level=None: transactions are begun explicitly below, never implicitly.
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    db = Database(conn)
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode = wal")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if migrations.pending(db):
+        with write_transaction(db):
+            # Re-checked under the write lock: another process may have just migrated.
+            migrations.apply(db)
+    return db
+
+
+@contextmanager
+def write_transaction(db: Database) -> Iterator[Database]:
+    """BEGIN IMMEDIATE: take the write lock up front.
+
+    A deferred transaction that reads and then writes cannot wait for another writer
+    in WAL mode (SQLite returns SQLITE_BUSY at once), so two ingests would fail
+    instead of taking turns.
+    """
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")
+
+
+def transaction_time(db: Database, clock: Clock) -> str:
+    """The next transaction time: the clock, but always after the last one handed out.
+
+    Call inside a write transaction, so concurrent processes cannot hand out the same
+    instant.
+    """
+    now = times.to_storage(clock())
+    row = db.conn.execute("SELECT last_at FROM clock WHERE id = 1").fetchone()
+    if row is not None and now <= row[0]:
+        now = times.after(row[0])
+    db.conn.execute(
+        "INSERT INTO clock (id, last_at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET last_at = excluded.last_at",
+        [now],
+    )
+    return now

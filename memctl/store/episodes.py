@@ -1,0 +1,178 @@
+"""Writing episodes and their assertions, and taking them back out.
+
+Every function here runs inside the caller's write transaction and returns what it
+touched, so the caller recomputes each touched slot once per transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlite_utils import Database
+
+from memctl import names
+from memctl.model import Episode
+from memctl.store.facts import Slot
+
+
+@dataclass
+class Touched:
+    slots: set[Slot] = field(default_factory=set)
+    entities: set[int] = field(default_factory=set)
+
+    def update(self, other: Touched) -> None:
+        self.slots |= other.slots
+        self.entities |= other.entities
+
+
+@dataclass
+class Added:
+    added: list[str] = field(default_factory=list)
+    reactivated: list[str] = field(default_factory=list)
+    already_present: list[str] = field(default_factory=list)
+    to_store: list[Episode] = field(default_factory=list)
+    assertions: int = 0
+    touched: Touched = field(default_factory=Touched)
+
+
+def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]:
+    """Entity id for each surface form, creating entities that are new."""
+    by_key = {names.entity_key(form): form for form in sorted(surface_forms)}
+    found: dict[str, int] = {}
+    keys = list(by_key)
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        rows = db.execute(
+            f"SELECT name_key, id FROM entities WHERE name_key IN ({', '.join('?' * len(chunk))})", chunk
+        ).fetchall()
+        found.update(rows)
+    for key, form in by_key.items():
+        if key not in found:
+            found[key] = db.execute(
+                "INSERT INTO entities (name, name_key, created_at) VALUES (?, ?, ?)", [form, key, at]
+            ).lastrowid
+    return {form: found[names.entity_key(form)] for form in surface_forms}
+
+
+def sort_new(db: Database, episodes: list[Episode]) -> Added:
+    """Which episodes are new, which were undone and come back, which are already in."""
+    result = Added()
+    unique = {episode.id: episode for episode in episodes}
+    ids = list(unique)
+    status: dict[str, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        status.update(
+            db.execute(f"SELECT id, status FROM episodes WHERE id IN ({', '.join('?' * len(chunk))})", chunk).fetchall()
+        )
+    for episode_id, episode in unique.items():
+        if status.get(episode_id) == "active":
+            result.already_present.append(episode_id)
+        else:
+            result.to_store.append(episode)
+            (result.reactivated if episode_id in status else result.added).append(episode_id)
+    return result
+
+
+def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> None:
+    """Write ``result.to_store`` and their assertions, filling in what they touched."""
+    to_store = result.to_store
+    db.conn.executemany(
+        """
+        INSERT INTO episodes (id, source, position, source_id, format, content, content_hash,
+                              reference_time, reference_time_source, status, created_at, operation_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)
+        ON CONFLICT(id) DO UPDATE SET status = 'active', created_at = excluded.created_at,
+                                      operation_id = excluded.operation_id
+        """,
+        [
+            (e.id, e.source, e.position, e.source_id, e.format, e.content, e.content_hash,
+             e.reference_time, e.reference_time_source, at, operation_id)
+            for e in to_store
+        ],
+    )
+    forms = {form for e in to_store for a in e.assertions for form in (a.subject, a.object)}
+    ids_by_form = entity_ids(db, forms, at)
+    rows = []
+    for episode in to_store:
+        for ordinal, a in enumerate(episode.assertions):
+            subject_id, object_id = ids_by_form[a.subject], ids_by_form[a.object]
+            predicate_key = names.predicate_key(a.predicate)
+            rows.append((
+                episode.id, ordinal, a.subject, subject_id, a.predicate, predicate_key, a.object, object_id,
+                a.fact, a.valid_at, a.valid_at_evidence, a.valid_at_precision, a.invalid_at,
+                a.invalid_at_evidence, a.invalid_at_precision, a.date_span, a.cardinality, a.extractor,
+                a.extracted_at or at, at,
+            ))
+            result.touched.slots.add((subject_id, predicate_key))
+            result.touched.entities.update((subject_id, object_id))
+    db.conn.executemany(
+        """
+        INSERT INTO assertions (episode_id, ordinal, subject, subject_id, predicate, predicate_key, object,
+            object_id, fact, valid_at, valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence,
+            invalid_at_precision, date_span, cardinality, extractor, extracted_at, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """,
+        rows,
+    )
+    result.assertions = len(rows)
+
+
+def touched_by(db: Database, episode_ids: list[str], *, active_only: bool) -> Touched:
+    touched = Touched()
+    condition = "AND expired_at IS NULL" if active_only else ""
+    for start in range(0, len(episode_ids), 500):
+        chunk = episode_ids[start : start + 500]
+        for subject_id, predicate_key, object_id in db.execute(
+            f"""SELECT subject_id, predicate_key, object_id FROM assertions
+                WHERE episode_id IN ({', '.join('?' * len(chunk))}) {condition}""",
+            chunk,
+        ).fetchall():
+            touched.slots.add((subject_id, predicate_key))
+            touched.entities.update((subject_id, object_id))
+    return touched
+
+
+def expire_episodes(db: Database, episode_ids: list[str], at: str) -> Touched:
+    """Undo: the episodes' assertions stop being believed at ``at``; history keeps them."""
+    touched = touched_by(db, episode_ids, active_only=True)
+    for start in range(0, len(episode_ids), 500):
+        chunk = episode_ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
+                   [at, *chunk])
+        db.execute(f"UPDATE episodes SET status = 'undone' WHERE id IN ({marks})", chunk)
+    return touched
+
+
+def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
+    """Erase episodes for good: their content, their assertions, and every fact version
+    that any of those assertions supported (current or past), so no copy of the text
+    survives. Entities nothing mentions any more go too. The caller recomputes the
+    touched slots, which rebuilds the versions the remaining assertions support.
+    """
+    touched = touched_by(db, episode_ids, active_only=False)
+    for start in range(0, len(episode_ids), 500):
+        chunk = episode_ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        doomed = f"SELECT DISTINCT fact_id FROM fact_provenance WHERE episode_id IN ({marks})"
+        db.execute(f"DELETE FROM facts_fts WHERE rowid IN ({doomed})", chunk)
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS doomed_facts (id INTEGER PRIMARY KEY)")
+        db.execute("DELETE FROM temp.doomed_facts")
+        db.execute(f"INSERT INTO temp.doomed_facts {doomed}", chunk)
+        db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
+        db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")
+        db.execute(f"DELETE FROM assertions WHERE episode_id IN ({marks})", chunk)
+        db.execute(f"DELETE FROM episodes WHERE id IN ({marks})", chunk)
+    orphans = [
+        entity_id
+        for entity_id in touched.entities
+        if not any(
+            db.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1", [entity_id]).fetchone()
+            for table in ("assertions", "facts")
+            for column in ("subject_id", "object_id")
+        )
+    ]
+    db.conn.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in orphans])
+    touched.entities -= set(orphans)
+    return touched

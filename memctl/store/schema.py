@@ -1,0 +1,132 @@
+"""The database schema, as named migrations applied in order.
+
+Never edit a migration that has shipped: add the next one. ``tests/test_schema.py``
+pins the schema of a blank database, so any change here shows up there.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("memctl")
+
+
+def _execute_each(db: Database, script: str) -> None:
+    # executescript() would COMMIT first and break the migration's transaction.
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+
+
+@migrations(name="0001_core")
+def core(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        CREATE TABLE operations (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,            -- ingest | undo | rebuild | ...
+            at TEXT NOT NULL,              -- transaction time it started
+            finished_at TEXT,              -- NULL while running, or if it was killed
+            status TEXT NOT NULL,          -- running | done
+            command TEXT,                  -- JSON: what was asked
+            counts TEXT,                   -- JSON: what it did
+            episode_ids TEXT               -- JSON: episodes an undo removed
+        );
+
+        CREATE TABLE episodes (
+            id TEXT PRIMARY KEY,           -- ep_ + hash of source, position, content
+            source TEXT NOT NULL,
+            position INTEGER NOT NULL,     -- line or record number in the source
+            source_id TEXT,
+            format TEXT NOT NULL,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            reference_time TEXT NOT NULL,  -- the episode's true time
+            reference_time_source TEXT NOT NULL,
+            status TEXT NOT NULL,          -- active | undone
+            created_at TEXT NOT NULL,      -- transaction time it was (last) ingested
+            operation_id TEXT REFERENCES operations(id)
+        );
+        CREATE INDEX episodes_source ON episodes(source, position);
+        CREATE INDEX episodes_operation ON episodes(operation_id);
+
+        CREATE TABLE entities (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,            -- as first written, in valid-time order
+            name_key TEXT NOT NULL UNIQUE, -- matching form, see memctl/names.py
+            created_at TEXT NOT NULL
+        );
+
+        CREATE TABLE assertions (
+            id INTEGER PRIMARY KEY,
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            ordinal INTEGER NOT NULL,      -- position within the episode
+            subject TEXT NOT NULL,
+            subject_id INTEGER NOT NULL REFERENCES entities(id),
+            predicate TEXT NOT NULL,
+            predicate_key TEXT NOT NULL,
+            object TEXT NOT NULL,
+            object_id INTEGER NOT NULL REFERENCES entities(id),
+            fact TEXT NOT NULL,
+            valid_at TEXT,                 -- NULL only for a retraction
+            valid_at_evidence TEXT,        -- text | relative | reference | explicit | repair
+            valid_at_precision TEXT,       -- instant | day | month | year
+            invalid_at TEXT,
+            invalid_at_evidence TEXT,
+            invalid_at_precision TEXT,
+            date_span TEXT,                -- the words that carry the date
+            cardinality TEXT NOT NULL,     -- one | many
+            extractor TEXT NOT NULL,
+            extracted_at TEXT NOT NULL,
+            created_at TEXT NOT NULL,      -- transaction time
+            expired_at TEXT                -- set by undo; NULL while active
+        );
+        CREATE INDEX assertions_episode ON assertions(episode_id);
+        CREATE INDEX assertions_slot ON assertions(subject_id, predicate_key);
+        CREATE INDEX assertions_object ON assertions(object_id);
+
+        CREATE TABLE facts (
+            id INTEGER PRIMARY KEY,
+            subject_id INTEGER NOT NULL REFERENCES entities(id),
+            predicate TEXT NOT NULL,
+            predicate_key TEXT NOT NULL,
+            object_id INTEGER NOT NULL REFERENCES entities(id),
+            fact TEXT NOT NULL,
+            cardinality TEXT NOT NULL,
+            valid_at TEXT NOT NULL,
+            invalid_at TEXT,
+            end_reason TEXT,               -- stated | superseded | NULL while open
+            created_at TEXT NOT NULL,
+            expired_at TEXT
+        );
+        CREATE INDEX facts_slot ON facts(subject_id, predicate_key);
+        CREATE INDEX facts_object ON facts(object_id);
+        CREATE INDEX facts_created ON facts(created_at);
+
+        CREATE TABLE fact_provenance (
+            fact_id INTEGER NOT NULL REFERENCES facts(id),
+            assertion_id INTEGER NOT NULL REFERENCES assertions(id),
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            PRIMARY KEY (fact_id, assertion_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX fact_provenance_assertion ON fact_provenance(assertion_id);
+
+        CREATE VIRTUAL TABLE facts_fts USING fts5(
+            fact, subject, predicate, object, tokenize = 'porter unicode61'
+        );
+
+        -- The last transaction time handed out, so that time strictly increases
+        -- even when the wall clock repeats or steps back.
+        CREATE TABLE clock (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            last_at TEXT NOT NULL
+        );
+        """
+    )

@@ -1,0 +1,105 @@
+"""Instants on both time axes: parsing user and file input, and the storage format.
+
+Pure functions, no clock and no I/O, so every rule here can be tested exhaustively.
+Storage is TEXT ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` in UTC with six fraction digits, so
+that string order is time order and SQLite can compare instants as strings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from dateutil.parser import isoparse
+
+EXAMPLE = "2025-03-01 or 2025-03-01T14:30:00Z"
+
+# isoparse also accepts week dates and ordinal days; precision follows the shape of
+# what the user wrote, so a bare "2024" is a year and "2024-03" a month.
+_YEAR = re.compile(r"^\d{4}$")
+_MONTH = re.compile(r"^\d{4}-\d{2}$")
+_DAY = re.compile(r"^\d{4}-?\d{2}-?\d{2}$")
+
+PRECISIONS = ("instant", "day", "month", "year")
+
+
+class BadInstant(ValueError):
+    """Input that is not an instant; the message is fit to show a user."""
+
+
+@dataclass(frozen=True)
+class ParsedInstant:
+    at: datetime  # aware, UTC
+    precision: str  # one of PRECISIONS
+
+
+def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
+    """Parse an ISO-8601 date or datetime as a UTC instant.
+
+    A bare date is 00:00:00 UTC that day; a naive datetime is UTC; an offset is
+    honoured (``2025-01-01T00:00:00+02:00`` is ``2024-12-31T22:00:00Z``). Anything
+    else raises BadInstant naming ``what`` and showing an example — never a fallback.
+    """
+    if not isinstance(text, str):
+        raise BadInstant(f"{what} must be an ISO-8601 string like {EXAMPLE}, got {text!r}")
+    stripped = text.strip()
+    if not stripped:
+        raise BadInstant(f"{what} is empty; give an ISO-8601 date like {EXAMPLE}")
+    try:
+        parsed = isoparse(stripped)
+    except (ValueError, OverflowError) as error:
+        reason = str(error) or "not ISO-8601"
+        raise BadInstant(
+            f"{what} {text!r} is not a valid ISO-8601 date ({reason}); example: {EXAMPLE}"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    try:
+        at = parsed.astimezone(timezone.utc)
+    except OverflowError:
+        raise BadInstant(f"{what} {text!r} is out of range; example: {EXAMPLE}") from None
+    if _YEAR.match(stripped):
+        precision = "year"
+    elif _MONTH.match(stripped):
+        precision = "month"
+    elif _DAY.match(stripped):
+        precision = "day"
+    else:
+        precision = "instant"
+    return ParsedInstant(at, precision)
+
+
+def to_storage(at: datetime) -> str:
+    """The one storage format: UTC, six fraction digits, trailing Z."""
+    if at.tzinfo is None:
+        raise ValueError("naive datetime reached storage; every instant must be aware")
+    utc = at.astimezone(timezone.utc)
+    # strftime does not zero-pad years below 1000 on every platform
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
+        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}.{utc.microsecond:06d}Z"
+    )
+
+
+def from_storage(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+
+
+def normalize_instant(text: object, *, what: str = "date") -> str:
+    """User or file input → storage string; raises BadInstant on anything invalid."""
+    return to_storage(parse_instant(text, what=what).at)
+
+
+def after(stored: str, micros: int = 1) -> str:
+    """The storage string ``micros`` microseconds after ``stored``."""
+    return to_storage(from_storage(stored) + timedelta(microseconds=micros))
+
+
+def epoch_to_storage(seconds: float) -> str:
+    return to_storage(datetime.fromtimestamp(seconds, tz=timezone.utc))
+
+
+def valid_at_instant(valid_at: str | None, invalid_at: str | None, instant: str) -> bool:
+    """Half-open validity: ``valid_at <= instant < invalid_at``; NULL end = still true."""
+    return (valid_at is None or valid_at <= instant) and (invalid_at is None or instant < invalid_at)
