@@ -319,7 +319,7 @@ class Memory:
         slots: dict[str, dict] = {}
         for fact in facts:
             fact["status"] = recall_module.status(fact, now)
-            slot = slots.setdefault(fact["predicate"].casefold(), {
+            slot = slots.setdefault(fact.pop("predicate_key"), {
                 "predicate": fact["predicate"], "cardinality": fact["cardinality"], "facts": []})
             slot["facts"].append(fact)
         return {"entity": row[1], "slots": list(slots.values())}

@@ -38,14 +38,14 @@ def status(fact: dict, as_of: str) -> str:
 
 
 def fact_rows(db: Database, where: str, params: list, *, order: str, limit: int | None = None,
-              rank: str = "0") -> list[dict]:
+              rank: str | None = None) -> list[dict]:
     """Facts with subject and object names; ``where`` may refer to ``f`` and ``facts_fts``."""
     join_fts = "JOIN facts_fts ON facts_fts.rowid = f.id" if "facts_fts" in where else ""
     cursor = db.execute(
         f"""
-        SELECT f.id AS fact_id, f.fact, s.name AS subject, f.predicate, o.name AS object,
-               f.valid_at, f.invalid_at, f.end_reason, f.created_at, f.expired_at, f.cardinality,
-               {rank} AS rank
+        SELECT f.id AS fact_id, f.fact, s.name AS subject, f.predicate, o.name AS object, f.predicate_key,
+               f.valid_at, f.invalid_at, f.end_reason, f.created_at, f.expired_at, f.cardinality
+               {f", {rank} AS rank" if rank else ""}
         FROM facts f {join_fts}
         JOIN entities s ON s.id = f.subject_id
         JOIN entities o ON o.id = f.object_id
@@ -97,6 +97,7 @@ def recall(
     results = fact_rows(db, where, params, order="rank, f.valid_at, f.id", limit=limit, rank="bm25(facts_fts)")
     attach_episodes(db, results, known_at)
     for fact in results:
+        del fact["predicate_key"]
         fact["status"] = status(fact, as_of)
         # bm25() is lower-is-better; users and fusion expect higher-is-better.
         fact["score"] = round(-fact.pop("rank"), 6)

@@ -1,0 +1,317 @@
+"""The command line: a thin layer over ``memctl.memory.Memory``.
+
+Exit codes: 0 ok, 1 partly failed (the rest was kept), 2 bad usage or input. Every
+error is one line on stderr. Heavy modules are imported inside commands so that
+``memctl --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from memctl.errors import MemctlError
+
+TIME_HELP = "ISO-8601 date or datetime; a bare date is 00:00:00Z, a datetime without offset is UTC."
+
+app = typer.Typer(
+    help="memctl: backfill agent and chat session logs into a local bi-temporal memory.\n\n"
+    "Example: memctl --db demo.db ingest fixtures/team.facts.jsonl && "
+    "memctl --db demo.db recall 'which database does billing use' --as-of 2024-03-01",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    add_completion=False,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of a table.")]
+
+
+class State:
+    db_path: Path | None = None
+
+
+@app.callback()
+def _main(
+    db: Annotated[Optional[Path], typer.Option("--db", help="Database file (default: $MEMCTL_DB, else the user data dir).")] = None,
+) -> None:
+    State.db_path = db
+
+
+def _memory(*, must_exist: bool = True):
+    from memctl.memory import Memory
+    from memctl.store.connection import default_path
+
+    return Memory.open(State.db_path or default_path(), must_exist=must_exist)
+
+
+def _instant(value: str | None, option: str) -> str | None:
+    if value is None:
+        return None
+    from memctl import times
+
+    try:
+        return times.normalize_instant(value, what=option)
+    except times.BadInstant as error:
+        raise MemctlError(str(error)) from None
+
+
+def _print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _table(title: str | None, columns: list[str], rows: list[list]):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*["" if v is None else str(v) for v in row])
+    return table
+
+
+def _day(stored: str | None) -> str:
+    return "…" if stored is None else stored[:19].replace("T", " ")
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories to ingest.")],
+    format: Annotated[str, typer.Option("--format", help="Input format: auto or facts.")] = "auto",
+    reference_time: Annotated[Optional[str], typer.Option("--reference-time", help="Time for records that carry none. " + TIME_HELP)] = None,
+    from_mtime: Annotated[bool, typer.Option("--from-mtime", help="Date records that carry no time by their file's modification time.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Ingest files into memory; running it again adds nothing new.
+
+    Example: memctl ingest fixtures/team.facts.jsonl
+    """
+    from memctl.sources import IngestOptions
+
+    options = IngestOptions(format=format, reference_time=_instant(reference_time, "--reference-time"), from_mtime=from_mtime)
+    memory = _memory(must_exist=False)
+    if dry_run:
+        rows = list(memory.preview(paths, options))
+        if as_json:
+            for row in rows:
+                sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+            return
+        _console().print(_table(f"Dry run: {len(rows)} episodes, nothing written",
+                                ["episode", "source:position", "reference time", "from", "assertions"],
+                                [[r["id"], f"{Path(r['source']).name}:{r['position']}", _day(r["reference_time"]),
+                                  r["reference_time_source"], r["assertions"]] for r in rows]))
+        return
+    report = memory.ingest(paths, options)
+    from dataclasses import asdict
+
+    if as_json:
+        _print_json(asdict(report))
+        return
+    rows = [[k.replace("_", " "), v] for k, v in asdict(report).items() if k not in ("time_range", "operation_id")]
+    rows.append(["time range", f"{_day(report.time_range[0])} → {_day(report.time_range[1])}"])
+    rows.append(["operation", report.operation_id or "(nothing new)"])
+    _console().print(_table("Ingest", ["", ""], rows))
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="What to look for, in words.")],
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="Facts true at this time (default: now). " + TIME_HELP)] = None,
+    known_at: Annotated[Optional[str], typer.Option("--known-at", help="What memctl believed at this time. " + TIME_HELP)] = None,
+    history: Annotated[bool, typer.Option("--history", help="Every valid time of the matching facts, not one instant.")] = False,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many results.")] = 10,
+    as_json: JsonOption = False,
+) -> None:
+    """Find facts, as true at --as-of and as known at --known-at.
+
+    Example: memctl recall "which database does billing use" --as-of 2024-03-01
+    """
+    result = _memory().recall(query, as_of=_instant(as_of, "--as-of"), known_at=_instant(known_at, "--known-at"),
+                              limit=limit, history=history)
+    if as_json:
+        _print_json(result)
+        return
+    title = f"as of {_day(result['as_of'])}" + (f", as known at {_day(result['known_at'])}" if result["known_at"] else "")
+    _console().print(_table(title, ["fact", "valid from", "until", "status", "episodes"], [
+        [r["fact"], _day(r["valid_at"]), _day(r["invalid_at"]), r["status"], " ".join(r["episodes"])]
+        for r in result["results"]
+    ]))
+    if not result["results"]:
+        typer.echo("no matching facts", err=True)
+
+
+@app.command()
+def undo(
+    targets: Annotated[Optional[list[str]], typer.Argument(help="Episode or ingest-operation ids, or unique prefixes.")] = None,
+    source: Annotated[Optional[Path], typer.Option("--source", help="Every episode that came from this file.")] = None,
+    apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
+    purge: Annotated[bool, typer.Option("--purge", help="Erase the episodes and their content for good (e.g. secrets).")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Take episodes back out, exactly as if they had never been ingested.
+
+    Shows the plan (facts removed, facts re-opened) unless --apply is given.
+    Example: memctl undo ep_7f3a2c --apply
+    """
+    plan = _memory().undo(targets or [], source=source, apply=apply, purge=purge)
+    if as_json:
+        _print_json(plan)
+        return
+    console = _console()
+    if not plan["episodes"]:
+        console.print(f"nothing to undo: {len(plan['already_undone'])} episode(s) already undone")
+        return
+    rows = [[kind, row["fact"], f"{_day(row['valid_at'])} → {_day(row.get('invalid_at_before', row['invalid_at']))}",
+             f"→ {_day(row['invalid_at'])}" if kind != "removed" else ""]
+            for kind in ("removed", "reopened", "changed", "added") for row in plan[kind]]
+    verb = "Purged" if plan["purge"] else "Undid"
+    title = (f"{verb} {len(plan['episodes'])} episode(s), operation {plan['operation_id']}" if plan["applied"]
+             else f"Plan for {len(plan['episodes'])} episode(s) (nothing changed; pass --apply)")
+    console.print(_table(title, ["effect", "fact", "valid", "now ends"], rows))
+
+
+@app.command()
+def episodes(
+    source: Annotated[Optional[Path], typer.Option("--source", help="Only episodes from this file.")] = None,
+    status: Annotated[Optional[str], typer.Option("--status", help="active or undone.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List episodes in time order.
+
+    Example: memctl episodes --status active --limit 20
+    """
+    if status not in (None, "active", "undone"):
+        raise MemctlError(f"--status must be active or undone, got {status!r}")
+    rows = _memory().episodes(source=source, status=status, limit=limit)
+    if as_json:
+        _print_json(rows)
+        return
+    _console().print(_table(None, ["episode", "reference time", "from", "source:position", "status"], [
+        [r["id"], _day(r["reference_time"]), r["reference_time_source"], f"{Path(r['source']).name}:{r['position']}", r["status"]]
+        for r in rows
+    ]))
+
+
+@app.command()
+def show(
+    episode: Annotated[str, typer.Argument(help="Episode id or unique prefix.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Show one episode: its content, its assertions and the facts it supports.
+
+    Example: memctl show ep_7f3a
+    """
+    data = _memory().episode(episode)
+    if as_json:
+        _print_json(data)
+        return
+    console = _console()
+    console.print(f"[bold]{data['id']}[/bold] {data['status']}  {data['source']}:{data['position']}")
+    console.print(f"reference time {data['reference_time']} (from {data['reference_time_source']})\n")
+    console.print(data["content"], markup=False, highlight=False)
+    console.print(_table("Assertions", ["fact", "valid from", "until", "active"], [
+        [a["fact"], _day(a["valid_at"]), _day(a["invalid_at"]), "yes" if a["expired_at"] is None else "undone"]
+        for a in data["assertions"]
+    ]))
+
+
+@app.command("history")
+def history_command(
+    entity: Annotated[str, typer.Argument(help="Entity name (matched ignoring case and punctuation).")],
+    as_json: JsonOption = False,
+) -> None:
+    """The timeline of every slot of an entity.
+
+    Example: memctl history billing
+    """
+    data = _memory().history(entity)
+    if as_json:
+        _print_json(data)
+        return
+    _console().print(_table(data["entity"], ["predicate", "value", "valid from", "until", "status"], [
+        [slot["predicate"], f["object"], _day(f["valid_at"]), _day(f["invalid_at"]), f["status"]]
+        for slot in data["slots"] for f in slot["facts"]
+    ]))
+
+
+@app.command()
+def stats(as_json: JsonOption = False) -> None:
+    """Counts of what memory holds.
+
+    Example: memctl stats --json
+    """
+    data = _memory().stats()
+    if as_json:
+        _print_json(data)
+        return
+    _console().print(_table("memctl", ["", ""], [[k.replace("_", " "), v] for k, v in data.items()]))
+
+
+@app.command()
+def rebuild(as_json: JsonOption = False) -> None:
+    """Recompute every fact from the assertions (a healthy store changes nothing).
+
+    Example: memctl rebuild
+    """
+    data = _memory().rebuild()
+    if as_json:
+        _print_json(data)
+        return
+    _console().print(f"{data['slots']} slots recomputed: {data['facts_created']} fact versions created, "
+                     f"{data['facts_expired']} expired")
+
+
+@app.command()
+def operations(as_json: JsonOption = False) -> None:
+    """List ingests, undos and rebuilds with their ids, times and counts.
+
+    Example: memctl operations --json
+    """
+    rows = _memory().operations()
+    if as_json:
+        _print_json(rows)
+        return
+    _console().print(_table(None, ["operation", "kind", "at", "status", "counts"], [
+        [r["id"], r["kind"], _day(r["at"]), r["status"], ", ".join(f"{k} {v}" for k, v in r["counts"].items())]
+        for r in rows
+    ]))
+
+
+def main() -> None:
+    from typer.exceptions import TyperException
+
+    try:
+        app(standalone_mode=False)
+    except MemctlError as error:
+        typer.echo(f"memctl: error: {error}", err=True)
+        sys.exit(error.exit_code)
+    except TyperException as error:  # usage errors: unknown command, missing argument, bad option
+        typer.echo(f"memctl: error: {error.format_message()}", err=True)
+        sys.exit(error.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("memctl: interrupted; every episode is either fully in or fully out", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except Exception as error:  # a bug or a broken database: still one line, never a traceback
+        if os.environ.get("MEMCTL_DEBUG"):
+            raise
+        typer.echo(f"memctl: internal error: {type(error).__name__}: {error} (MEMCTL_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(1)
