@@ -42,10 +42,10 @@ def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
     else raises BadInstant naming ``what`` and showing an example — never a fallback.
     """
     if not isinstance(text, str):
-        raise BadInstant(f"{what} must be an ISO-8601 string like {EXAMPLE}, got {text!r}")
+        raise BadInstant(f"{what} must be an ISO-8601 string, got {text!r}; example: {EXAMPLE}")
     stripped = text.strip()
     if not stripped:
-        raise BadInstant(f"{what} is empty; give an ISO-8601 date like {EXAMPLE}")
+        raise BadInstant(f"{what} is empty; give an ISO-8601 date or datetime, example: {EXAMPLE}")
     try:
         parsed = isoparse(stripped)
     except (ValueError, OverflowError) as error:

@@ -35,7 +35,8 @@ def default_path() -> Path:
 def open_database(path: str | Path) -> Database:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if str(path) != ":memory:":
+        path.parent.mkdir(parents=True, exist_ok=True)
     # isolation_level=None: transactions are begun explicitly below, never implicitly.
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -1,0 +1,154 @@
+"""Benchmark memctl through its library API: ingest, recall, recall --as-of, undo.
+
+    python scripts/bench.py [--assertions 100000] [--entities 10000] [--seed 0] [--db PATH]
+
+Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
+shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
+order, slots are restated and change value over time, some facts carry an earlier
+stated start, a stated end, or are retracted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from memctl.memory import Memory
+from memctl.model import Assertion, Episode, content_hash
+from memctl.times import to_storage
+
+START = datetime(2022, 1, 1, tzinfo=timezone.utc)
+SPAN_S = int((datetime(2026, 1, 1, tzinfo=timezone.utc) - START).total_seconds())
+KINDS = {"person": 0.40, "service": 0.30, "team": 0.10, "database": 0.08, "city": 0.07, "role": 0.05}
+# predicate: (cardinality, subject kind, object kind, question)
+PREDICATES = {
+    "primary_database": ("one", "service", "database", "what is the primary database of {}"),
+    "owned_by": ("one", "service", "team", "which team owns {}"),
+    "uses": ("many", "service", "database", "which database does {} use"),
+    "depends_on": ("many", "service", "service", "what does {} depend on"),
+    "lives_in": ("one", "person", "city", "where does {} live"),
+    "works_as": ("one", "person", "role", "what does {} work as"),
+    "leads": ("one", "person", "team", "which team does {} lead"),
+    "knows": ("many", "person", "person", "who does {} know"),
+}
+TARGETS = {"ingest_assertions_per_s_min": 5000, "recall_p95_ms_max": 50, "undo_p50_ms_max": 20}
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def day(at: datetime) -> datetime:
+    return at.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def generate(rng: random.Random, n_assertions: int, n_entities: int) -> list[Episode]:
+    pools = {kind: [f"{kind}{i}" for i in range(max(2, round(n_entities * share)))] for kind, share in KINDS.items()}
+    history: dict[tuple[str, str], list[str]] = {}  # values each slot has had so far
+    episodes: list[Episode] = []
+    remaining = n_assertions
+    while remaining > 0:
+        reference = START + timedelta(seconds=rng.randrange(SPAN_S))  # random order: a backfill
+        ref = to_storage(reference)
+        assertions = []
+        for _ in range(min(remaining, rng.randint(1, 5))):
+            predicate = rng.choice(list(PREDICATES))
+            cardinality, subject_kind, object_kind, _ = PREDICATES[predicate]
+            subjects = pools[subject_kind]
+            subject = subjects[int(len(subjects) * rng.random() ** 2)]  # a few hot entities
+            seen = history.setdefault((subject, predicate), [])
+            roll = rng.random()
+            retract = roll >= 0.99 and bool(seen)
+            if retract or (seen and rng.random() < 0.5):
+                obj = rng.choice(seen)  # restated or retracted value
+            else:
+                obj = rng.choice(pools[object_kind])
+                while obj == subject:  # nobody knows or depends on themselves
+                    obj = rng.choice(pools[object_kind])
+                seen.append(obj)
+            dates: dict = dict(valid_at=ref, valid_at_evidence="reference", valid_at_precision="instant")
+            if retract:  # ~1%: only says when it stopped holding
+                dates = dict(valid_at=None, invalid_at=ref, invalid_at_evidence="reference",
+                             invalid_at_precision="instant")
+            elif roll < 0.25:  # explicit earlier start
+                start = day(reference - timedelta(days=rng.randint(1, 365)))
+                dates.update(valid_at=to_storage(start), valid_at_evidence="explicit", valid_at_precision="day")
+            elif roll < 0.30:  # stated end after the start
+                end = day(reference + timedelta(days=rng.randint(1, 400)))
+                dates.update(invalid_at=to_storage(end), invalid_at_evidence="explicit", invalid_at_precision="day")
+            fact = f"{subject} {predicate.replace('_', ' ')} {obj}"
+            assertions.append(Assertion(subject=subject, predicate=predicate, object=obj, fact=fact,
+                                        cardinality=cardinality, extractor="facts", **dates))
+        remaining -= len(assertions)
+        content = ". ".join(a.fact for a in assertions) + "."
+        episodes.append(Episode(source="bench://synthetic", position=len(episodes), format="facts", content=content,
+                                content_hash=content_hash(content), reference_time=ref,
+                                reference_time_source="record", assertions=assertions))
+    return episodes
+
+
+def percentiles(samples_s: list[float]) -> tuple[float, float]:
+    cuts = statistics.quantiles([s * 1000 for s in samples_s], n=100, method="inclusive")
+    return round(cuts[49], 3), round(cuts[94], 3)
+
+
+def timed(call) -> float:
+    began = time.perf_counter()
+    call()
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--assertions", type=int, default=100_000)
+    parser.add_argument("--entities", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--db", type=Path, help="keep the database here (must not exist yet)")
+    args = parser.parse_args()
+    if args.db is not None and args.db.exists():
+        parser.error(f"{args.db} already exists; the benchmark needs a fresh database")
+    rng = random.Random(args.seed)
+
+    log(f"generating {args.assertions} assertions over {args.entities} entities (seed {args.seed})")
+    episodes = generate(rng, args.assertions, args.entities)
+    names = {n for e in episodes for a in e.assertions for n in (a.subject, a.object)}
+
+    with tempfile.TemporaryDirectory(prefix="memctl-bench-") as tmp:
+        path = args.db or Path(tmp) / "bench.db"
+        memory = Memory.open(path)
+        log(f"ingesting {len(episodes)} episodes into {path}")
+        ingest_s = timed(lambda: memory.ingest_episodes(episodes))
+        log(f"ingest took {ingest_s:.1f} s")
+
+        picks = [(a.subject, a.predicate) for e in rng.sample(episodes, 200) for a in e.assertions[:1]]
+        queries = [PREDICATES[predicate][3].format(subject) for subject, predicate in picks]
+        instants = [to_storage(START + timedelta(microseconds=rng.randrange(SPAN_S * 10**6))) for _ in queries]
+        log("recall: 200 queries, then the same with as_of")
+        recall = [timed(lambda: memory.recall(q, limit=10)) for q in queries]
+        recall_as_of = [timed(lambda: memory.recall(q, as_of=t, limit=10)) for q, t in zip(queries, instants)]
+        log("undo: 50 episodes")
+        undo = [timed(lambda: memory.undo([e.id], apply=True)) for e in rng.sample(episodes, 50)]
+
+        db_bytes = sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
+        memory.close()
+
+    count = sum(len(e.assertions) for e in episodes)
+    result = {"assertions": count, "entities": len(names), "episodes": len(episodes),
+              "ingest_assertions_per_s": round(count / ingest_s, 1)}
+    for key, samples in (("recall", recall), ("recall_as_of", recall_as_of), ("undo", undo)):
+        result[f"{key}_p50_ms"], result[f"{key}_p95_ms"] = percentiles(samples)
+    result.update(db_bytes=db_bytes, python=sys.version.split()[0], sqlite=sqlite3.sqlite_version, targets=TARGETS)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

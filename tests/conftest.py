@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from memctl.cli import main
+from memctl.memory import Memory
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys, db_path):
+    """Run the real CLI entry point in-process: argv in, exit code and output out."""
+
+    def run(*args, db: Path | None = None) -> Run:
+        monkeypatch.setattr(sys, "argv", ["memctl", "--db", str(db or db_path), *map(str, args)])
+        try:
+            main()
+            code = 0
+        except SystemExit as done:
+            code = done.code or 0
+        captured = capsys.readouterr()
+        return Run(code, captured.out, captured.err)
+
+    return run
+
+
+def write_jsonl(path: Path, lines: list) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+class FakeClock:
+    """A transaction clock that moves only when told to."""
+
+    def __init__(self, start: str = "2026-01-01T00:00:00Z"):
+        self.now = datetime.fromisoformat(start.replace("Z", "+00:00"))
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def memory(clock) -> Memory:
+    mem = Memory.open(":memory:", clock)
+    yield mem
+    mem.close()
+
+
+def current_facts(memory: Memory) -> list[tuple]:
+    """Every current fact, with names as shown and its supporting episodes: the state to compare."""
+    rows = memory.db.execute(
+        """
+        SELECT s.name, f.predicate_key, o.name, f.predicate, f.fact, f.cardinality, f.valid_at, f.invalid_at,
+               f.end_reason,
+               (SELECT group_concat(episode_id, ' ') FROM (
+                    SELECT DISTINCT p.episode_id FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id
+                    WHERE p.fact_id = f.id AND a.expired_at IS NULL ORDER BY p.episode_id))
+        FROM facts f JOIN entities s ON s.id = f.subject_id JOIN entities o ON o.id = f.object_id
+        WHERE f.expired_at IS NULL
+        """
+    ).fetchall()
+    return sorted(rows, key=lambda r: tuple("" if v is None else str(v) for v in r))
+
+
+def utc(text: str) -> str:
+    """Storage form of an ISO instant, for readable expectations."""
+    from memctl.times import normalize_instant
+
+    return normalize_instant(text)
+
+
+__all__ = ["Run", "write_jsonl", "FakeClock", "current_facts", "utc", "timezone"]

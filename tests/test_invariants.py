@@ -1,0 +1,143 @@
+"""DESIGN §7 invariants 1-3 over generated episodes with overlapping slots.
+
+1. Any permutation of the same episodes (in any batching) gives identical current facts.
+2. ingest(S) then undo(E) == ingest(S - E), also when later episodes touched the same
+   slots, and also with --purge.
+3. rebuild from the assertions changes nothing in the incrementally maintained facts.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from memctl import times
+from memctl.memory import Memory
+from memctl.model import Assertion, Episode, content_hash
+from tests.conftest import FakeClock, current_facts
+
+# Few names and instants, so slots overlap, values return and times tie.
+SUBJECTS = ["Alice", "alice", "ALICE!", "Billing"]
+PREDICATES = ["lives in", "lives_in", "uses", "primary database"]
+OBJECTS = ["Oslo", "oslo", "Bergen", "N.Y.C.", "NYC", "Postgres"]
+INSTANTS = [times.normalize_instant(f"2024-0{m}-0{d}") for m in (1, 2, 3) for d in (1, 5)]
+
+settings.register_profile("memctl", deadline=None, max_examples=60,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile("memctl")
+
+
+@st.composite
+def assertions(draw, reference_time):
+    retraction = draw(st.booleans()) and draw(st.booleans()) and draw(st.booleans())
+    valid_at = None if retraction else draw(st.sampled_from(INSTANTS + [reference_time]))
+    ends = [t for t in INSTANTS + ["2024-06-01T00:00:00.000000Z"] if valid_at is None or t > valid_at]
+    invalid_at = draw(st.sampled_from(ends)) if retraction else draw(st.one_of(st.none(), st.none(), st.sampled_from(ends)))
+    subject, predicate, obj = (draw(st.sampled_from(pool)) for pool in (SUBJECTS, PREDICATES, OBJECTS))
+    return Assertion(
+        subject=subject, predicate=predicate, object=obj, fact=f"{subject} {predicate} {obj}",
+        valid_at=valid_at, valid_at_evidence=None if retraction else "explicit",
+        invalid_at=invalid_at, invalid_at_evidence=invalid_at and "explicit",
+        cardinality=draw(st.sampled_from(["one", "one", "many"])), extractor="facts",
+        extracted_at="2026-01-01T00:00:00.000000Z",
+    )
+
+
+@st.composite
+def episodes(draw, min_size=1, max_size=10):
+    count = draw(st.integers(min_size, max_size))
+    made = []
+    for position in range(count):
+        reference_time = draw(st.sampled_from(INSTANTS))
+        items = draw(st.lists(assertions(reference_time), min_size=0, max_size=3))
+        text = f"episode {position}"
+        made.append(Episode(
+            source="generated", position=position, format="facts", content=text, content_hash=content_hash(text),
+            reference_time=reference_time, reference_time_source="record", assertions=items,
+        ))
+    return made
+
+
+def fresh() -> Memory:
+    return Memory.open(":memory:", FakeClock())
+
+
+def ingested(batches: list[list[Episode]], batch_size: int = 500) -> Memory:
+    memory = fresh()
+    for batch in batches:
+        memory.clock.advance(seconds=1)
+        memory.ingest_episodes(batch, batch_size=batch_size)
+    return memory
+
+
+def assert_rebuild_is_a_no_op(memory: Memory) -> None:
+    before = current_facts(memory)
+    report = memory.rebuild()
+    assert (report["facts_created"], report["facts_expired"]) == (0, 0)
+    assert current_facts(memory) == before
+
+
+@given(episodes(), st.randoms(), st.integers(1, 4))
+def test_permutation_and_batching_give_identical_facts(made, rnd, batch_size):
+    expected = current_facts(ingested([made]))
+    shuffled = made[:]
+    rnd.shuffle(shuffled)
+    other = ingested([shuffled], batch_size=batch_size)
+    assert current_facts(other) == expected
+    assert_rebuild_is_a_no_op(other)
+
+
+@given(episodes(min_size=2), st.data(), st.booleans())
+def test_undo_is_an_exact_inverse(made, data, purge):
+    split = data.draw(st.integers(1, len(made)))
+    first, later = made[:split], made[split:]  # later episodes touch the same slots after the undone ones
+    undone = data.draw(st.lists(st.sampled_from(first), min_size=1, unique_by=lambda e: e.id))
+    memory = ingested([first, later])
+    memory.clock.advance(seconds=1)
+    plan = memory.undo([e.id for e in undone], apply=True, purge=purge)
+    assert plan["applied"] and sorted(plan["episodes"]) == sorted(e.id for e in undone)
+    remaining = [e for e in made if e.id not in {u.id for u in undone}]
+    assert current_facts(memory) == current_facts(ingested([remaining]))
+    assert_rebuild_is_a_no_op(memory)
+    if purge:
+        gone = [e.id for e in undone]
+        marks = ", ".join("?" * len(gone))
+        for table, column in [("episodes", "id"), ("assertions", "episode_id"), ("fact_provenance", "episode_id")]:
+            assert memory.db.execute(f"SELECT count(*) FROM {table} WHERE {column} IN ({marks})", gone).fetchone()[0] == 0
+
+
+@given(episodes(min_size=2), st.data())
+def test_undo_then_reingest_restores_the_facts(made, data):
+    undone = data.draw(st.lists(st.sampled_from(made), min_size=1, unique_by=lambda e: e.id))
+    memory = ingested([made])
+    expected = current_facts(memory)
+    memory.clock.advance(seconds=1)
+    memory.undo([e.id for e in undone], apply=True)
+    memory.clock.advance(seconds=1)
+    report = memory.ingest_episodes(made)
+    assert report.reactivated == len(undone) and report.already_present == len(made) - len(undone)
+    assert current_facts(memory) == expected
+    assert_rebuild_is_a_no_op(memory)
+
+
+@given(episodes(min_size=2), st.data())
+def test_undo_preview_changes_nothing(made, data):
+    undone = data.draw(st.sampled_from(made))
+    memory = ingested([made])
+    before = [memory.db.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()
+              for t in ("episodes", "assertions", "facts", "fact_provenance", "entities", "operations")]
+    memory.undo([undone.id], apply=False)
+    after = [memory.db.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()
+             for t in ("episodes", "assertions", "facts", "fact_provenance", "entities", "operations")]
+    assert before == after
+
+
+@given(episodes(min_size=1))
+def test_reingest_adds_nothing(made):
+    memory = ingested([made])
+    state = current_facts(memory)
+    versions = memory.db.execute("SELECT count(*) FROM facts").fetchone()[0]
+    report = memory.ingest_episodes(made)
+    assert (report.added, report.reactivated, report.operation_id) == (0, 0, None)
+    assert report.already_present == len({e.id for e in made})
+    assert current_facts(memory) == state
+    assert memory.db.execute("SELECT count(*) FROM facts").fetchone()[0] == versions

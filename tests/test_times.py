@@ -1,0 +1,121 @@
+"""Parsing instants and the half-open boundaries of --as-of (DESIGN §2, invariant 6)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, strategies as st
+
+from memctl import times
+from tests.conftest import write_jsonl
+
+
+@pytest.mark.parametrize(
+    ("text", "stored", "precision"),
+    [
+        ("2025-03-01", "2025-03-01T00:00:00.000000Z", "day"),
+        ("2025-03-01T14:30:00Z", "2025-03-01T14:30:00.000000Z", "instant"),
+        ("2025-03-01T14:30:00", "2025-03-01T14:30:00.000000Z", "instant"),  # naive = UTC
+        ("2025-01-01T00:00:00+02:00", "2024-12-31T22:00:00.000000Z", "instant"),
+        ("2025-01-01T00:00:00.5-01:30", "2025-01-01T01:30:00.500000Z", "instant"),
+        ("2024-02-29", "2024-02-29T00:00:00.000000Z", "day"),
+        ("2024-03", "2024-03-01T00:00:00.000000Z", "month"),
+        ("2024", "2024-01-01T00:00:00.000000Z", "year"),
+        ("  2025-03-01  ", "2025-03-01T00:00:00.000000Z", "day"),
+    ],
+)
+def test_parse_instant(text, stored, precision):
+    parsed = times.parse_instant(text)
+    assert times.to_storage(parsed.at) == stored
+    assert parsed.precision == precision
+
+
+@pytest.mark.parametrize(
+    "text", ["", "   ", "yesterday", "2025-02-31", "2023-02-29", "2025-13-01", "2025-03-01T25:00:00", "03/01/2025", "now"]
+)
+def test_rejects_what_is_not_an_instant(text):
+    with pytest.raises(times.BadInstant, match="2025-03-01"):  # the message shows an example
+        times.parse_instant(text, what="--as-of")
+
+
+@pytest.mark.parametrize("value", [None, 20250301, 1.5, ["2025-03-01"]])
+def test_rejects_non_strings(value):
+    with pytest.raises(times.BadInstant):
+        times.parse_instant(value)
+
+
+def test_storage_rejects_naive_datetimes():
+    with pytest.raises(ValueError):
+        times.to_storage(datetime(2025, 1, 1))
+
+
+# ISO-8601 offsets are whole minutes (Python writes historical LMT offsets with seconds).
+offsets = st.integers(min_value=-(23 * 60 + 59), max_value=23 * 60 + 59).map(lambda m: timezone(timedelta(minutes=m)))
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=offsets))
+def test_storage_round_trips_and_string_order_is_time_order(moment):
+    stored = times.to_storage(moment)
+    assert times.from_storage(stored) == moment
+    assert times.normalize_instant(moment.isoformat()) == stored
+    later = times.to_storage(moment + timedelta(microseconds=1))
+    assert later > stored and times.after(stored) == later
+
+
+@given(
+    st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2030, 1, 1)),
+    st.integers(min_value=1, max_value=10**12),
+    st.integers(min_value=-(10**12), max_value=2 * 10**12),
+)
+def test_half_open_validity(start, length_us, probe_us):
+    valid_at = times.to_storage(start.replace(tzinfo=timezone.utc))
+    invalid_at = times.after(valid_at, length_us)
+    probe = times.after(valid_at, probe_us) if probe_us >= 0 else times.to_storage(
+        start.replace(tzinfo=timezone.utc) + timedelta(microseconds=probe_us))
+    assert times.valid_at_instant(valid_at, invalid_at, probe) == (0 <= probe_us < length_us)
+    assert times.valid_at_instant(valid_at, None, probe) == (probe_us >= 0)
+
+
+# The boundary table, end to end through the CLI: a fact valid [2024-01-10T12:00Z, 2024-06-01T08:30Z).
+BOUNDARIES = [
+    ("2024-01-10T11:59:59.999999Z", False),  # 1 µs before start: excluded
+    ("2024-01-10T12:00:00Z", True),  # start: included
+    ("2024-01-10T14:00:00+02:00", True),  # = 12:00Z, an offset compared as an instant
+    ("2024-01-10T13:59:59.999999+02:00", False),  # = 11:59:59.999999Z
+    ("2024-06-01T08:29:59.999999Z", True),  # 1 µs before the end: included
+    ("2024-06-01T08:30:00Z", False),  # exactly at invalid_at: excluded
+    ("2024-06-01T10:30:00+02:00", False),  # the end, written with an offset
+    ("2024-06-01T03:29:59.999999-05:00", True),  # 08:29:59.999999Z
+    ("2024-03-01", True),  # a bare date is midnight UTC
+    ("2024-01-10", False),  # midnight before the noon start
+    ("2024-06-01", True),  # midnight before the 08:30 end
+    ("2024-06-02", False),
+]
+
+
+@pytest.fixture
+def bounded_fact(cli, tmp_path):
+    source = write_jsonl(tmp_path / "f.jsonl", [{
+        "reference_time": "2024-01-10T12:00:00Z",
+        "facts": [{"subject": "billing", "predicate": "primary database", "object": "MySQL",
+                   "invalid_at": "2024-06-01T08:30:00Z"}],
+    }])
+    assert cli("ingest", source).code == 0
+
+
+@pytest.mark.parametrize(("as_of", "included"), BOUNDARIES)
+def test_as_of_boundaries(cli, bounded_fact, as_of, included):
+    run = cli("recall", "billing database", "--as-of", as_of, "--json")
+    assert run.code == 0, run.err
+    assert [r["object"] for r in run.json()["results"]] == (["MySQL"] if included else [])
+
+
+@pytest.mark.parametrize("bad", ["", "2025-02-31", "tomorrow", "2024-13-01", "1e9"])
+@pytest.mark.parametrize("option", ["--as-of", "--known-at"])
+def test_bad_time_options_exit_2_with_one_line(cli, bounded_fact, option, bad):
+    run = cli("recall", "billing", option, bad)
+    assert run.code == 2
+    assert run.out == ""
+    lines = run.err.strip().splitlines()
+    assert len(lines) == 1 and option in lines[0] and "example" in lines[0]
