@@ -1,0 +1,98 @@
+CREATE TABLE "_sqlite_migrations" (
+   "id" INTEGER PRIMARY KEY,
+   "migration_set" TEXT,
+   "name" TEXT,
+   "applied_at" TEXT
+);
+CREATE TABLE assertions (
+            id INTEGER PRIMARY KEY,
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            ordinal INTEGER NOT NULL,      -- position within the episode
+            subject TEXT NOT NULL,
+            subject_id INTEGER NOT NULL REFERENCES entities(id),
+            predicate TEXT NOT NULL,
+            predicate_key TEXT NOT NULL,
+            object TEXT NOT NULL,
+            object_id INTEGER NOT NULL REFERENCES entities(id),
+            fact TEXT NOT NULL,
+            valid_at TEXT,                 -- NULL only for a retraction
+            valid_at_evidence TEXT,        -- text | relative | reference | explicit | repair
+            valid_at_precision TEXT,       -- instant | day | month | year
+            invalid_at TEXT,
+            invalid_at_evidence TEXT,
+            invalid_at_precision TEXT,
+            date_span TEXT,                -- the words that carry the date
+            cardinality TEXT NOT NULL,     -- one | many
+            extractor TEXT NOT NULL,
+            extracted_at TEXT NOT NULL,
+            created_at TEXT NOT NULL,      -- transaction time
+            expired_at TEXT                -- set by undo; NULL while active
+        );
+CREATE TABLE clock (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            last_at TEXT NOT NULL
+        );
+CREATE TABLE entities (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,            -- as first written, in valid-time order
+            name_key TEXT NOT NULL UNIQUE, -- matching form, see memctl/names.py
+            created_at TEXT NOT NULL
+        );
+CREATE TABLE episodes (
+            id TEXT PRIMARY KEY,           -- ep_ + hash of source, position, content
+            source TEXT NOT NULL,
+            position INTEGER NOT NULL,     -- line or record number in the source
+            source_id TEXT,
+            format TEXT NOT NULL,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            reference_time TEXT NOT NULL,  -- the episode's true time
+            reference_time_source TEXT NOT NULL,
+            status TEXT NOT NULL,          -- active | undone
+            created_at TEXT NOT NULL,      -- transaction time it was (last) ingested
+            operation_id TEXT REFERENCES operations(id)
+        );
+CREATE TABLE fact_provenance (
+            fact_id INTEGER NOT NULL REFERENCES facts(id),
+            assertion_id INTEGER NOT NULL REFERENCES assertions(id),
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            PRIMARY KEY (fact_id, assertion_id)
+        ) WITHOUT ROWID;
+CREATE TABLE facts (
+            id INTEGER PRIMARY KEY,
+            subject_id INTEGER NOT NULL REFERENCES entities(id),
+            predicate TEXT NOT NULL,
+            predicate_key TEXT NOT NULL,
+            object_id INTEGER NOT NULL REFERENCES entities(id),
+            fact TEXT NOT NULL,
+            cardinality TEXT NOT NULL,
+            valid_at TEXT NOT NULL,
+            invalid_at TEXT,
+            end_reason TEXT,               -- stated | superseded | NULL while open
+            created_at TEXT NOT NULL,
+            expired_at TEXT
+        );
+CREATE VIRTUAL TABLE facts_fts USING fts5(
+            fact, subject, predicate, object, tokenize = 'porter unicode61'
+        );
+CREATE TABLE operations (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,            -- ingest | undo | rebuild | ...
+            at TEXT NOT NULL,              -- transaction time it started
+            finished_at TEXT,              -- NULL while running, or if it was killed
+            status TEXT NOT NULL,          -- running | done
+            command TEXT,                  -- JSON: what was asked
+            counts TEXT,                   -- JSON: what it did
+            episode_ids TEXT               -- JSON: episodes an undo removed
+        );
+CREATE INDEX assertions_episode ON assertions(episode_id);
+CREATE INDEX assertions_object ON assertions(object_id);
+CREATE INDEX assertions_slot ON assertions(subject_id, predicate_key);
+CREATE INDEX episodes_operation ON episodes(operation_id);
+CREATE INDEX episodes_source ON episodes(source, position);
+CREATE INDEX fact_provenance_assertion ON fact_provenance(assertion_id);
+CREATE INDEX facts_created ON facts(created_at);
+CREATE INDEX facts_object ON facts(object_id);
+CREATE INDEX facts_slot ON facts(subject_id, predicate_key);
+CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
+    ON "_sqlite_migrations" ("migration_set", "name");

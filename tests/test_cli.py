@@ -1,0 +1,251 @@
+"""The public CLI surface (DESIGN §6): what a user types, what they get back."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_jsonl
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "team.facts.jsonl"
+
+
+def line(reference_time, *facts, **extra):
+    return {"reference_time": reference_time, "facts": list(facts), **extra}
+
+
+def fact(subject, predicate, obj, **extra):
+    return {"subject": subject, "predicate": predicate, "object": obj, **extra}
+
+
+def objects(run):
+    assert run.code == 0, run.err
+    return [r["object"] for r in run.json()["results"]]
+
+
+def table_counts(db: Path) -> dict:
+    with sqlite3.connect(db) as conn:
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("episodes", "assertions", "facts", "entities", "operations")}
+
+
+def test_out_of_order_backfill_gives_each_value_its_own_stretch(cli, tmp_path):
+    newer = write_jsonl(tmp_path / "newer.jsonl", [line("2025-01-15T10:00:00Z", fact("billing", "primary database", "Postgres"))])
+    older = write_jsonl(tmp_path / "older.jsonl", [line("2024-03-01T09:00:00Z", fact("billing", "primary database", "MySQL"))])
+    assert cli("ingest", newer).code == 0
+    assert cli("ingest", older).code == 0
+    ask = lambda as_of: objects(cli("recall", "billing database", "--as-of", as_of, "--json"))  # noqa: E731
+    assert ask("2024-02-29T23:59:59Z") == []
+    assert ask("2024-03-01T09:00:00Z") == ["MySQL"]
+    assert ask("2025-01-15T09:59:59.999999Z") == ["MySQL"]
+    assert ask("2025-01-15T10:00:00Z") == ["Postgres"]  # no overlap: MySQL ended exactly here
+    assert ask("2026-01-01") == ["Postgres"]
+    history = cli("history", "Billing", "--json").json()
+    (slot,) = history["slots"]
+    assert [(f["object"], f["valid_at"], f["invalid_at"], f["status"]) for f in slot["facts"]] == [
+        ("MySQL", "2024-03-01T09:00:00.000000Z", "2025-01-15T10:00:00.000000Z", "superseded"),
+        ("Postgres", "2025-01-15T10:00:00.000000Z", None, "current"),
+    ]
+
+
+def test_known_at_answers_what_was_believed_before_a_later_ingest(cli, tmp_path):
+    austin = write_jsonl(tmp_path / "a.jsonl", [line("2023-05-01", fact("Alice", "lives in", "Austin"))])
+    nyc = write_jsonl(tmp_path / "b.jsonl", [line("2024-02-01", fact("alice", "lives_in", "NYC"))])
+    assert cli("ingest", austin).code == 0
+    time.sleep(0.01)
+    between = datetime.now(timezone.utc).isoformat()
+    time.sleep(0.01)
+    assert cli("ingest", nyc).code == 0
+    assert objects(cli("recall", "where does alice live", "--json")) == ["NYC"]
+    assert objects(cli("recall", "where does alice live", "--as-of", "2024-06-01", "--json")) == ["NYC"]
+    # before the NYC ingest memctl believed Austin, still true and open-ended
+    then = cli("recall", "where does alice live", "--known-at", between, "--as-of", "2024-06-01", "--json").json()
+    assert [(r["object"], r["invalid_at"]) for r in then["results"]] == [("Austin", None)]
+    assert [r["object"] for r in cli("recall", "alice", "--known-at", between, "--json").json()["results"]] == ["Austin"]
+    # superseding in the world set invalid_at, not expired_at: Austin is still true history
+    past = cli("recall", "alice live", "--as-of", "2023-12-01", "--json").json()["results"]
+    assert [(r["object"], r["invalid_at"], r["expired_at"]) for r in past] == [("Austin", "2024-02-01T00:00:00.000000Z", None)]
+    # before anything was ingested, nothing was known
+    assert objects(cli("recall", "alice", "--known-at", "2000-01-01", "--json")) == []
+
+
+def test_recall_json_shape_and_status(cli):
+    assert cli("ingest", FIXTURE).code == 0
+    result = cli("recall", "which database does billing use", "--as-of", "2024-03-01", "--json").json()
+    assert set(result) == {"query", "as_of", "known_at", "results"}
+    assert result["as_of"] == "2024-03-01T00:00:00.000000Z" and result["known_at"] is None
+    top = result["results"][0]
+    for key in ("fact_id", "fact", "subject", "predicate", "object", "valid_at", "invalid_at", "created_at",
+                "expired_at", "status", "score", "episodes"):
+        assert key in top
+    assert top["object"] == "MySQL" and top["status"] == "current"
+    assert all(e.startswith("ep_") for e in top["episodes"])
+    everything = cli("recall", "billing", "--history", "--json", "--limit", "50").json()["results"]
+    statuses = {(r["object"], r["status"]) for r in everything}
+    assert {("MySQL", "superseded"), ("Redis", "ended"), ("Postgres", "current")} <= statuses
+    assert len(cli("recall", "billing", "--history", "--json", "--limit", "2").json()["results"]) == 2
+
+
+def test_reingest_adds_nothing(cli):
+    first = cli("ingest", FIXTURE, "--json").json()
+    second = cli("ingest", FIXTURE, "--json").json()
+    assert first["added"] == 5 and first["operation_id"]
+    assert (second["added"], second["reactivated"], second["already_present"], second["operation_id"]) == (0, 0, 5, None)
+    assert len(cli("operations", "--json").json()) == 1
+
+
+def test_undo_previews_then_applies_and_reopens(cli, db_path, tmp_path):
+    assert cli("ingest", FIXTURE).code == 0
+    retro = [e for e in cli("episodes", "--json").json() if e["reference_time"].startswith("2024-05-20")][0]
+    counts = table_counts(db_path)
+    plan = cli("undo", retro["id"][:8], "--json").json()  # a unique prefix is enough
+    assert plan["applied"] is False and plan["episodes"] == [retro["id"]]
+    assert [r["object"] for r in plan["removed"]] == ["Postgres"]
+    assert [(r["object"], r["invalid_at_before"], r["invalid_at"]) for r in plan["reopened"]] == [
+        ("MySQL", "2024-04-02T00:00:00.000000Z", None)]
+    assert table_counts(db_path) == counts  # the preview wrote nothing
+    done = cli("undo", retro["id"], "--apply", "--json").json()
+    assert done["applied"] and done["operation_id"].startswith("op_")
+    found = objects(cli("recall", "billing primary database", "--json"))
+    assert found[0] == "MySQL" and "Postgres" not in found
+    assert cli("episodes", "--status", "undone", "--json").json()[0]["id"] == retro["id"]
+    # the undone version is history: what was believed before the undo is still there
+    kinds = [op["kind"] for op in cli("operations", "--json").json()]
+    assert kinds == ["ingest", "undo"]
+    again = cli("undo", retro["id"], "--apply")
+    assert again.code == 0 and "already undone" in again.out
+
+
+def test_undo_by_operation_and_by_source(cli, tmp_path):
+    one = write_jsonl(tmp_path / "one.jsonl", [line("2024-01-01", fact("svc", "uses", "Kafka", cardinality="many"))])
+    two = write_jsonl(tmp_path / "two.jsonl", [line("2024-02-01", fact("svc", "uses", "Redis", cardinality="many"))])
+    op = cli("ingest", one, "--json").json()["operation_id"]
+    assert cli("ingest", two).code == 0
+    assert sorted(objects(cli("recall", "svc uses", "--json"))) == ["Kafka", "Redis"]
+    assert cli("undo", op, "--yes").code == 0
+    assert objects(cli("recall", "svc uses", "--json")) == ["Redis"]
+    assert cli("undo", "--source", two, "--apply").code == 0
+    assert objects(cli("recall", "svc uses", "--json")) == []
+    assert cli("stats", "--json").json()["episodes"] == 0
+
+
+def test_purge_erases_content_everywhere(cli, db_path, tmp_path):
+    secret = "sk-live-0123456789abcdef0123456789"
+    leaked = write_jsonl(tmp_path / "leak.jsonl", [
+        line("2024-01-01", fact("deploy bot", "uses token", secret), content=f"the key is {secret}"),
+        line("2024-01-02", fact("deploy bot", "runs on", "Kubernetes")),
+    ])
+    assert cli("ingest", leaked).code == 0
+    episode = cli("episodes", "--json").json()[0]["id"]
+    assert cli("undo", episode, "--purge", "--apply").code == 0
+    raw = b"".join(p.read_bytes() for p in db_path.parent.glob("memory.db*"))
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        dump = "\n".join(conn.iterdump())
+    assert secret not in dump
+    assert objects(cli("recall", "deploy bot runs", "--json")) == ["Kubernetes"]
+    assert raw  # the files exist; the dump above is what a user could read back
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"reference_time": "2024-01-01", "facts": []}\nnot json\n', "b.jsonl:2"),
+        ('{"reference_time": "2024-02-31", "facts": []}\n', "day is out of range"),
+        ('{"reference_time": "2024-01-01", "facts": [{"subject": "a", "predicate": "b", "object": "c", "valid_from": "2020"}]}\n', "valid_from"),
+        ('{"reference_time": "2024-01-01", "facts": [{"subject": "a", "predicate": "b", "object": "c", "valid_at": "2024-05-01", "invalid_at": "2024-04-01"}]}\n', "not after valid_at"),
+        ('{"reference_time": "2024-01-01", "facts": [{"subject": "a", "predicate": "b", "object": 3}]}\n', "facts[0].object"),
+        ('{"reference_time": "2024-01-01", "facts": [{"subject": "!!", "predicate": "b", "object": "c"}]}\n', "not a usable name"),
+        ('{"facts": [{"subject": "a", "predicate": "b", "object": "c"}]}\n', "--reference-time"),
+        ('[1, 2]\n', "b.jsonl:1"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, db_path, tmp_path, content, message):
+    good = write_jsonl(tmp_path / "a.jsonl", [line("2024-01-01", fact("x", "uses", "y"))])
+    assert cli("ingest", good).code == 0
+    counts = table_counts(db_path)
+    bad = tmp_path / "b.jsonl"
+    bad.write_text(content)
+    another = write_jsonl(tmp_path / "c.jsonl", [line("2024-03-01", fact("z", "uses", "w"))])
+    run = cli("ingest", another, bad, "--format", "facts")  # c.jsonl is fine but must not be half-ingested
+    assert run.code == 2, run.err
+    assert len(run.err.strip().splitlines()) == 1 and message in run.err and "Traceback" not in run.err
+    assert table_counts(db_path) == counts
+
+
+def test_reference_time_fallbacks(cli, tmp_path):
+    undated = write_jsonl(tmp_path / "u.jsonl", [{"facts": [fact("team", "uses", "Linear", cardinality="many")]}])
+    mtime = datetime(2023, 7, 4, 12, 0, tzinfo=timezone.utc).timestamp()
+    os.utime(undated, (mtime, mtime))
+    preview = cli("ingest", undated, "--dry-run", "--json", "--reference-time", "2022-01-01T00:00:00+01:00")
+    assert preview.code == 0
+    row = [__import__("json").loads(x) for x in preview.out.splitlines()][0]
+    assert (row["reference_time"], row["reference_time_source"]) == ("2021-12-31T23:00:00.000000Z", "user")
+    assert cli("stats", "--json").json()["episodes"] == 0  # the dry run wrote nothing
+    assert cli("ingest", undated, "--from-mtime").code == 0
+    (episode,) = cli("episodes", "--json").json()
+    assert (episode["reference_time"], episode["reference_time_source"]) == ("2023-07-04T12:00:00.000000Z", "mtime")
+    refused = cli("ingest", undated, "--reference-time", "someday")
+    assert refused.code == 2 and "--reference-time" in refused.err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["undo", "ep_nope"], "no episode or operation matches"),
+        (["undo"], "name at least one"),
+        (["show", "ep_nope"], "no episode matches"),
+        (["history", "nobody"], "no entity named"),
+        (["recall", "!!!"], "no words"),
+        (["recall", "billing", "--limit", "0"], "--limit"),
+        (["episodes", "--status", "gone"], "--status"),
+        (["ingest", "does-not-exist.jsonl"], "no such file"),
+        (["frobnicate"], "No such command"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(cli, args, message):
+    assert cli("ingest", FIXTURE).code == 0
+    run = cli(*args)
+    assert run.code == 2, (run.code, run.err)
+    assert len(run.err.strip().splitlines()) == 1 and message in run.err
+
+
+def test_ambiguous_prefix_is_refused(cli):
+    assert cli("ingest", FIXTURE).code == 0
+    run = cli("undo", "ep_")
+    assert run.code == 2 and "ambiguous" in run.err
+
+
+def test_read_commands_do_not_create_a_database(cli, tmp_path):
+    missing = tmp_path / "nothing-here.db"
+    run = cli("recall", "anything", db=missing)
+    assert run.code == 2 and "memctl ingest" in run.err and not missing.exists()
+
+
+def test_show_episodes_stats_rebuild_json(cli):
+    assert cli("ingest", FIXTURE).code == 0
+    listed = cli("episodes", "--json").json()
+    assert [set(e) for e in listed][0] == {"id", "source", "position", "format", "reference_time",
+                                          "reference_time_source", "status"}
+    assert [e["reference_time"] for e in listed] == sorted(e["reference_time"] for e in listed)
+    shown = cli("show", listed[0]["id"], "--json").json()
+    assert shown["content"].startswith("Billing runs on MySQL") and len(shown["assertions"]) == 2
+    assert {f["object"] for f in shown["facts"]} == {"MySQL", "billing team"}
+    stats = cli("stats", "--json").json()
+    assert (stats["episodes"], stats["assertions"]) == (5, 8)
+    assert cli("rebuild", "--json").json()["facts_created"] == 0
+    for command in (["stats"], ["episodes"], ["operations"], ["history", "billing"], ["show", listed[0]["id"]],
+                    ["recall", "billing"], ["rebuild"]):
+        run = cli(*command)
+        assert run.code == 0 and run.out.strip(), command
+
+
+def test_help_has_an_example_for_every_command(cli):
+    for command in ("ingest", "recall", "undo", "episodes", "show", "history", "stats", "rebuild", "operations"):
+        run = cli(command, "--help")
+        assert run.code == 0 and "Example: memctl" in run.out, command
