@@ -57,7 +57,7 @@ def slot_cardinality(assertions: list[SlotAssertion]) -> str:
 
 
 def resolve_slot(assertions: list[SlotAssertion]) -> list[ResolvedFact]:
-    """The facts of one slot, ordered by (valid_at, object_id)."""
+    """The facts of one slot in timeline order: by start, then end (open last), then value."""
     ordered = sorted(assertions, key=SlotAssertion.sort_key)
     if slot_cardinality(ordered) == "one":
         facts = _sweep(ordered, supersede=True)
@@ -66,7 +66,7 @@ def resolve_slot(assertions: list[SlotAssertion]) -> list[ResolvedFact]:
         for assertion in ordered:
             by_value.setdefault(assertion.object_id, []).append(assertion)
         facts = [fact for group in by_value.values() for fact in _sweep(group, supersede=False)]
-    return sorted(facts, key=lambda f: (f.valid_at, f.object_id))
+    return sorted(facts, key=lambda f: (f.valid_at, f.invalid_at is None, f.invalid_at or "", f.object_id))
 
 
 def _sweep(ordered: list[SlotAssertion], *, supersede: bool) -> list[ResolvedFact]:

@@ -54,6 +54,7 @@ def day(at: datetime) -> datetime:
 def generate(rng: random.Random, n_assertions: int, n_entities: int) -> list[Episode]:
     pools = {kind: [f"{kind}{i}" for i in range(max(2, round(n_entities * share)))] for kind, share in KINDS.items()}
     history: dict[tuple[str, str], list[str]] = {}  # values each slot has had so far
+    filled: list[tuple[str, str]] = []  # slots with a value, for retractions
     episodes: list[Episode] = []
     remaining = n_assertions
     while remaining > 0:
@@ -61,22 +62,29 @@ def generate(rng: random.Random, n_assertions: int, n_entities: int) -> list[Epi
         ref = to_storage(reference)
         assertions = []
         for _ in range(min(remaining, rng.randint(1, 5))):
-            predicate = rng.choice(list(PREDICATES))
-            cardinality, subject_kind, object_kind, _ = PREDICATES[predicate]
-            subjects = pools[subject_kind]
-            subject = subjects[int(len(subjects) * rng.random() ** 2)]  # a few hot entities
-            seen = history.setdefault((subject, predicate), [])
             roll = rng.random()
-            retract = roll >= 0.99 and bool(seen)
-            if retract or (seen and rng.random() < 0.5):
-                obj = rng.choice(seen)  # restated or retracted value
+            retract = roll >= 0.99 and bool(filled)
+            if retract:  # ~1%: a value some slot had stops holding
+                subject, predicate = rng.choice(filled)
+                obj = rng.choice(history[subject, predicate])
             else:
-                obj = rng.choice(pools[object_kind])
-                while obj == subject:  # nobody knows or depends on themselves
-                    obj = rng.choice(pools[object_kind])
-                seen.append(obj)
+                predicate = rng.choice(list(PREDICATES))
+                subjects = pools[PREDICATES[predicate][1]]
+                subject = subjects[int(len(subjects) * rng.random() ** 2)]  # a few hot entities
+                seen = history.setdefault((subject, predicate), [])
+                if seen and rng.random() < 0.5:
+                    obj = rng.choice(seen)  # restated: confirms, or switches back
+                else:
+                    objects = pools[PREDICATES[predicate][2]]
+                    obj = rng.choice(objects)
+                    while obj == subject:  # nobody knows or depends on themselves
+                        obj = rng.choice(objects)
+                    if not seen:
+                        filled.append((subject, predicate))
+                    seen.append(obj)
+            cardinality = PREDICATES[predicate][0]
             dates: dict = dict(valid_at=ref, valid_at_evidence="reference", valid_at_precision="instant")
-            if retract:  # ~1%: only says when it stopped holding
+            if retract:  # only says when it stopped holding
                 dates = dict(valid_at=None, invalid_at=ref, invalid_at_evidence="reference",
                              invalid_at_precision="instant")
             elif roll < 0.25:  # explicit earlier start
@@ -94,6 +102,14 @@ def generate(rng: random.Random, n_assertions: int, n_entities: int) -> list[Epi
                                 content_hash=content_hash(content), reference_time=ref,
                                 reference_time_source="record", assertions=assertions))
     return episodes
+
+
+def progress(episodes: list[Episode], every: int = 5000):
+    began = time.perf_counter()
+    for index, episode in enumerate(episodes):
+        if index and index % every == 0:
+            log(f"  {index} episodes handed over after {time.perf_counter() - began:.0f} s")
+        yield episode
 
 
 def percentiles(samples_s: list[float]) -> tuple[float, float]:
@@ -126,7 +142,7 @@ def main() -> None:
         path = args.db or Path(tmp) / "bench.db"
         memory = Memory.open(path)
         log(f"ingesting {len(episodes)} episodes into {path}")
-        ingest_s = timed(lambda: memory.ingest_episodes(episodes))
+        ingest_s = timed(lambda: memory.ingest_episodes(progress(episodes)))
         log(f"ingest took {ingest_s:.1f} s")
 
         picks = [(a.subject, a.predicate) for e in rng.sample(episodes, 200) for a in e.assertions[:1]]
