@@ -125,34 +125,43 @@ class Memory:
         report = IngestReport()
         operation_id = _new_operation_id()
         recorded = False
-        for batch in _batches(episodes, batch_size):
-            for episode in batch:
-                report.count(episode)
-            with write_transaction(self.db):
-                at = transaction_time(self.db, self.clock)
-                added = sort_new(self.db, batch)
-                report.already_present += len(added.already_present)
-                if not added.to_store:
-                    continue
-                if not recorded:
-                    self._record_operation(operation_id, "ingest", at, command or {}, "running")
-                    recorded = True
-                store_episodes(self.db, added, at, operation_id)
-                changes = self._apply(at, added.touched)
-                report.added += len(added.added)
-                report.reactivated += len(added.reactivated)
-                report.assertions += added.assertions
-                report.facts_created += len(changes.inserted)
-                report.facts_expired += len(changes.expired)
-                self._set_counts(operation_id, report)
+        try:
+            for batch in _batches(episodes, batch_size):
+                for episode in batch:
+                    report.count(episode)
+                with write_transaction(self.db):
+                    at = transaction_time(self.db, self.clock)
+                    added = sort_new(self.db, batch)
+                    report.already_present += len(added.already_present)
+                    if not added.to_store:
+                        continue
+                    if not recorded:
+                        self._record_operation(operation_id, "ingest", at, command or {}, "running")
+                        recorded = True
+                    store_episodes(self.db, added, at, operation_id)
+                    changes = self._apply(at, added.touched)
+                    report.added += len(added.added)
+                    report.reactivated += len(added.reactivated)
+                    report.assertions += added.assertions
+                    report.facts_created += len(changes.inserted)
+                    report.facts_expired += len(changes.expired)
+                    self._set_counts(operation_id, report)
+        except BaseException:
+            # Committed batches stay (each holds whole episodes); say the rest never came.
+            if recorded:
+                self._finish(operation_id, "interrupted")
+            raise
         if recorded:
             report.operation_id = operation_id
-            with write_transaction(self.db):
-                self.db.execute(
-                    "UPDATE operations SET status = 'done', finished_at = ? WHERE id = ?",
-                    [transaction_time(self.db, self.clock), operation_id],
-                )
+            self._finish(operation_id, "done")
         return report
+
+    def _finish(self, operation_id: str, status: str) -> None:
+        with write_transaction(self.db):
+            self.db.execute(
+                "UPDATE operations SET status = ?, finished_at = ? WHERE id = ?",
+                [status, transaction_time(self.db, self.clock), operation_id],
+            )
 
     def _set_counts(self, operation_id: str, report: IngestReport) -> None:
         counts = {k: getattr(report, k) for k in ("added", "reactivated", "assertions", "facts_created", "facts_expired")}
@@ -180,10 +189,10 @@ class Memory:
             kind = self.db.execute("SELECT kind FROM operations WHERE id = ?", found).fetchone()[0]
             if kind != "ingest":
                 raise MemctlError(f"{found[0]} is a {kind} operation; only ingest operations and episodes can be undone")
-            for (episode_id,) in self.db.execute(
-                "SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", found
-            ).fetchall():
-                episode_ids[episode_id] = None
+            rows = self.db.execute("SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", found).fetchall()
+            if not rows:
+                raise MemctlError(f"{found[0]} has no episodes left: they were purged or ingested again by a later operation")
+            episode_ids.update((row[0], None) for row in rows)
         if source is not None:
             resolved = str(source.resolve())
             rows = self.db.execute("SELECT id FROM episodes WHERE source = ? ORDER BY position", [resolved]).fetchall()

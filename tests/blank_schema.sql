@@ -80,7 +80,7 @@ CREATE TABLE operations (
             kind TEXT NOT NULL,            -- ingest | undo | rebuild | ...
             at TEXT NOT NULL,              -- transaction time it started
             finished_at TEXT,              -- NULL while running, or if it was killed
-            status TEXT NOT NULL,          -- running | done
+            status TEXT NOT NULL,          -- running | done | interrupted
             command TEXT,                  -- JSON: what was asked
             counts TEXT,                   -- JSON: what it did
             episode_ids TEXT               -- JSON: episodes an undo removed

@@ -141,3 +141,29 @@ def test_reingest_adds_nothing(made):
     assert report.already_present == len({e.id for e in made})
     assert current_facts(memory) == state
     assert memory.db.execute("SELECT count(*) FROM facts").fetchone()[0] == versions
+
+
+def test_interrupted_ingest_keeps_whole_batches_and_says_so():
+    made = [
+        Episode(source="s", position=i, format="facts", content=f"e{i}", content_hash=content_hash(f"e{i}"),
+                reference_time=INSTANTS[i % len(INSTANTS)], reference_time_source="record",
+                assertions=[Assertion(subject="svc", predicate="uses", object=f"lib{i}", fact=f"svc uses lib{i}",
+                                      valid_at=INSTANTS[i % len(INSTANTS)], cardinality="many", extractor="facts")])
+        for i in range(5)
+    ]
+
+    def interrupted():
+        yield from made[:3]
+        raise KeyboardInterrupt
+
+    memory = fresh()
+    try:
+        memory.ingest_episodes(interrupted(), batch_size=2)
+    except KeyboardInterrupt:
+        pass
+    (operation,) = memory.operations()
+    assert operation["status"] == "interrupted" and operation["counts"]["added"] == 2
+    assert memory.stats()["episodes"] == 2  # the first batch, whole; the third episode never landed
+    report = memory.ingest_episodes(made, batch_size=2)
+    assert (report.added, report.already_present) == (3, 2)
+    assert current_facts(memory) == current_facts(ingested([made]))
