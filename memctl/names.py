@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _SEPARATORS = re.compile(r"[\s\-_/]+")
 # Kept because they distinguish names: C++, C#, AT&T, @handle.
 _MEANINGFUL = set("+#&@")
 
 
+@lru_cache(maxsize=1 << 16)  # names repeat across a backfill; the key is pure
 def entity_key(name: str) -> str:
     folded = unicodedata.normalize("NFKC", name).casefold()
     kept = "".join(
@@ -27,6 +29,7 @@ def entity_key(name: str) -> str:
     return _SEPARATORS.sub(" ", kept).strip()
 
 
+@lru_cache(maxsize=1 << 12)
 def predicate_key(predicate: str) -> str:
     """``lives in``, ``Lives-In`` and ``lives_in`` are one predicate: ``lives_in``."""
     return entity_key(predicate).replace(" ", "_")

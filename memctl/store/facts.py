@@ -100,7 +100,11 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str) -> SlotChanges
     _touched_table(db, slots)
     assertions = _active_assertions(db)
     current = _current_facts(db)
+    provenance = _active_provenance(db)
     names = _entity_names(db, slots, assertions)
+    # Ids handed out here (we hold the write lock) let every row go in one executemany.
+    next_id = db.execute("SELECT coalesce(max(id), 0) + 1 FROM facts").fetchone()[0]
+    provenance_rows: list[tuple] = []
     for slot in slots:
         slot_assertions = assertions.get(slot, [])
         resolved = resolve_slot([a for a, _, _ in slot_assertions])
@@ -113,28 +117,30 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str) -> SlotChanges
             shape = _shape(existing)
             if shape in wanted and shape not in kept:
                 kept.add(shape)
-                _sync_provenance(db, existing["id"], wanted[shape][1], detail)
+                _sync_provenance(db, existing["id"], wanted[shape][1], detail, provenance.get(existing["id"], set()))
             else:
-                db.execute("UPDATE facts SET expired_at = ? WHERE id = ?", [at, existing["id"]])
                 changes.expired.append({**existing, "expired_at": at})
         for shape, (row, fact) in wanted.items():
             if shape in kept:
                 continue
-            row = {**row, "created_at": at, "expired_at": None}
-            columns = [c for c in row if c != "id"]
-            row["id"] = db.execute(
-                f"INSERT INTO facts ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                [row[c] for c in columns],
-            ).lastrowid
-            db.conn.executemany(
-                "INSERT INTO fact_provenance (fact_id, assertion_id, episode_id) VALUES (?, ?, ?)",
-                [(row["id"], a, detail[a][0]) for a in fact.assertion_ids],
-            )
-            db.execute(
-                "INSERT INTO facts_fts (rowid, fact, subject, predicate, object) VALUES (?, ?, ?, ?, ?)",
-                [row["id"], row["fact"], names[row["subject_id"]], row["predicate"], names[row["object_id"]]],
-            )
+            row = {"id": next_id, **row, "created_at": at, "expired_at": None}
+            next_id += 1
+            provenance_rows += [(row["id"], a, detail[a][0]) for a in fact.assertion_ids]
             changes.inserted.append(row)
+    db.conn.executemany("UPDATE facts SET expired_at = ? WHERE id = ?", [(at, row["id"]) for row in changes.expired])
+    if changes.inserted:
+        columns = list(changes.inserted[0])
+        db.conn.executemany(
+            f"INSERT INTO facts ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            [[row[c] for c in columns] for row in changes.inserted],
+        )
+    db.conn.executemany("INSERT INTO fact_provenance (fact_id, assertion_id, episode_id) VALUES (?, ?, ?)",
+                        provenance_rows)
+    db.conn.executemany(
+        "INSERT INTO facts_fts (rowid, fact, subject, predicate, object) VALUES (?, ?, ?, ?, ?)",
+        [(row["id"], row["fact"], names[row["subject_id"]], row["predicate"], names[row["object_id"]])
+         for row in changes.inserted],
+    )
     return changes
 
 
@@ -147,23 +153,38 @@ def _fact_row(slot: Slot, fact: ResolvedFact, detail: dict, cardinality: str) ->
     }
 
 
-def _sync_provenance(db: Database, fact_id: int, fact: ResolvedFact, detail: dict) -> None:
+def _active_provenance(db: Database) -> dict[int, set[int]]:
+    """Active assertion ids behind each current fact of the touched slots."""
+    by_fact: dict[int, set[int]] = defaultdict(set)
+    for fact_id, assertion_id in db.execute(
+        """
+        SELECT p.fact_id, p.assertion_id
+        FROM temp.touched_slots t
+        JOIN facts f ON f.subject_id = t.subject_id AND f.predicate_key = t.predicate_key AND f.expired_at IS NULL
+        JOIN fact_provenance p ON p.fact_id = f.id
+        JOIN assertions a ON a.id = p.assertion_id AND a.expired_at IS NULL
+        """
+    ).fetchall():
+        by_fact[fact_id].add(assertion_id)
+    return by_fact
+
+
+def _sync_provenance(db: Database, fact_id: int, fact: ResolvedFact, detail: dict, active: set[int]) -> None:
     """A kept version's provenance: add new assertions; drop active ones now elsewhere.
 
     Rows of expired assertions stay, so ``--known-at`` still sees who supported it then.
     """
-    db.conn.executemany(
-        "INSERT OR IGNORE INTO fact_provenance (fact_id, assertion_id, episode_id) VALUES (?, ?, ?)",
-        [(fact_id, a, detail[a][0]) for a in fact.assertion_ids],
-    )
-    placeholders = ", ".join("?" * len(fact.assertion_ids))
-    db.execute(
-        f"""
-        DELETE FROM fact_provenance WHERE fact_id = ? AND assertion_id NOT IN ({placeholders})
-          AND assertion_id IN (SELECT id FROM assertions WHERE expired_at IS NULL)
-        """,
-        [fact_id, *fact.assertion_ids],
-    )
+    wanted = set(fact.assertion_ids)
+    if wanted - active:
+        db.conn.executemany(
+            "INSERT OR IGNORE INTO fact_provenance (fact_id, assertion_id, episode_id) VALUES (?, ?, ?)",
+            [(fact_id, a, detail[a][0]) for a in sorted(wanted - active)],
+        )
+    if active - wanted:
+        db.conn.executemany(
+            "DELETE FROM fact_provenance WHERE fact_id = ? AND assertion_id = ?",
+            [(fact_id, a) for a in sorted(active - wanted)],
+        )
 
 
 def _entity_names(db: Database, slots: set[Slot], assertions: dict) -> dict[int, str]:
