@@ -167,3 +167,31 @@ def test_interrupted_ingest_keeps_whole_batches_and_says_so():
     report = memory.ingest_episodes(made, batch_size=2)
     assert (report.added, report.already_present) == (3, 2)
     assert current_facts(memory) == current_facts(ingested([made]))
+
+
+@given(episodes(min_size=1, max_size=6), st.integers(-14 * 60, 14 * 60))
+def test_as_of_boundaries_hold_for_every_fact(made, offset_minutes):
+    """Invariant 6: start inclusive, end exclusive, offsets compared as instants."""
+    from datetime import timedelta, timezone
+
+    memory = ingested([made])
+    zone = timezone(timedelta(minutes=offset_minutes))
+
+    def written_with_offset(stored: str) -> str:
+        return times.from_storage(stored).astimezone(zone).isoformat()
+
+    def found(fact_id: int, instant: str) -> bool:
+        as_of = times.normalize_instant(written_with_offset(instant))
+        results = memory.recall(" ".join(SUBJECTS), as_of=as_of, limit=1000)["results"]
+        return fact_id in {r["fact_id"] for r in results}
+
+    facts = memory.db.execute("SELECT id, valid_at, invalid_at FROM facts WHERE expired_at IS NULL").fetchall()
+    for fact_id, valid_at, invalid_at in facts:
+        if invalid_at == valid_at:
+            assert not found(fact_id, valid_at)  # superseded at the same instant: never valid
+            continue
+        assert found(fact_id, valid_at)
+        assert not found(fact_id, times.to_storage(times.from_storage(valid_at) - timedelta(microseconds=1)))
+        if invalid_at is not None:
+            assert found(fact_id, times.to_storage(times.from_storage(invalid_at) - timedelta(microseconds=1)))
+            assert not found(fact_id, invalid_at)
