@@ -57,15 +57,15 @@ def slot_cardinality(assertions: list[SlotAssertion]) -> str:
 
 
 def resolve_slot(assertions: list[SlotAssertion]) -> list[ResolvedFact]:
-    """The facts of one slot in timeline order: by start, then end (open last), then value."""
+    """The facts of one slot in timeline order."""
     ordered = sorted(assertions, key=SlotAssertion.sort_key)
     if slot_cardinality(ordered) == "one":
-        facts = _sweep(ordered, supersede=True)
-    else:
-        by_value: dict[int, list[SlotAssertion]] = {}
-        for assertion in ordered:
-            by_value.setdefault(assertion.object_id, []).append(assertion)
-        facts = [fact for group in by_value.values() for fact in _sweep(group, supersede=False)]
+        # The sweep emits in timeline order, even for zero-length facts at one instant.
+        return _sweep(ordered, supersede=True)
+    by_value: dict[int, list[SlotAssertion]] = {}
+    for assertion in ordered:
+        by_value.setdefault(assertion.object_id, []).append(assertion)
+    facts = [fact for group in by_value.values() for fact in _sweep(group, supersede=False)]
     return sorted(facts, key=lambda f: (f.valid_at, f.invalid_at is None, f.invalid_at or "", f.object_id))
 
 

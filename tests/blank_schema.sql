@@ -35,6 +35,7 @@ CREATE TABLE clock (
 CREATE TABLE entities (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL,            -- as first written, in valid-time order
+            name_rank TEXT,                -- sort key of the mention that gave the name
             name_key TEXT NOT NULL UNIQUE, -- matching form, see memctl/names.py
             created_at TEXT NOT NULL
         );

@@ -12,7 +12,7 @@ from sqlite_utils import Database
 
 from memctl import names
 from memctl.model import Episode
-from memctl.store.facts import Slot
+from memctl.store.facts import Slot, mention_rank, name_from_new_mentions
 
 
 @dataclass
@@ -94,10 +94,16 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
     forms = {form for e in to_store for a in e.assertions for form in (a.subject, a.object)}
     ids_by_form = entity_ids(db, forms, at)
     rows = []
+    first_mentions: dict[int, tuple[str, str]] = {}  # entity id -> (rank, form) of its earliest new mention
     for episode in to_store:
         for ordinal, a in enumerate(episode.assertions):
             subject_id, object_id = ids_by_form[a.subject], ids_by_form[a.object]
             predicate_key = names.predicate_key(a.predicate)
+            for side, (entity_id, form) in enumerate([(subject_id, a.subject), (object_id, a.object)]):
+                rank = mention_rank(a.valid_at or a.invalid_at, a.valid_at is not None, episode.reference_time,
+                                    episode.id, ordinal, side)
+                if entity_id not in first_mentions or rank < first_mentions[entity_id][0]:
+                    first_mentions[entity_id] = (rank, form)
             rows.append((
                 episode.id, ordinal, a.subject, subject_id, a.predicate, predicate_key, a.object, object_id,
                 a.fact, a.valid_at, a.valid_at_evidence, a.valid_at_precision, a.invalid_at,
@@ -105,7 +111,7 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
                 a.extracted_at or at, at,
             ))
             result.touched.slots.add((subject_id, predicate_key))
-            result.touched.entities.update((subject_id, object_id))
+    name_from_new_mentions(db, first_mentions)
     db.conn.executemany(
         """
         INSERT INTO assertions (episode_id, ordinal, subject, subject_id, predicate, predicate_key, object,

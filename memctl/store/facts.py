@@ -37,6 +37,8 @@ class SlotChanges:
 
 
 def _touched_table(db: Database, slots: Iterable[Slot]) -> None:
+    # Queries join it with CROSS JOIN, which tells SQLite to loop over these few slots
+    # and probe the big tables by index, instead of scanning them.
     db.execute("CREATE TEMP TABLE IF NOT EXISTS touched_slots (subject_id INTEGER, predicate_key TEXT)")
     db.execute("DELETE FROM temp.touched_slots")
     db.conn.executemany("INSERT INTO temp.touched_slots VALUES (?, ?)", list(slots))
@@ -49,7 +51,7 @@ def _active_assertions(db: Database) -> dict[Slot, list[tuple[SlotAssertion, str
         SELECT a.id, a.episode_id, a.ordinal, e.reference_time, a.object_id, a.valid_at,
                a.invalid_at, a.cardinality, a.subject_id, a.predicate_key, a.predicate, a.fact
         FROM temp.touched_slots t
-        JOIN assertions a ON a.subject_id = t.subject_id AND a.predicate_key = t.predicate_key
+        CROSS JOIN assertions a ON a.subject_id = t.subject_id AND a.predicate_key = t.predicate_key
         JOIN episodes e ON e.id = a.episode_id
         WHERE a.expired_at IS NULL
         """
@@ -65,7 +67,7 @@ def _current_facts(db: Database) -> dict[Slot, list[dict]]:
         f"""
         SELECT {", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))}
         FROM temp.touched_slots t
-        JOIN facts f ON f.subject_id = t.subject_id AND f.predicate_key = t.predicate_key
+        CROSS JOIN facts f ON f.subject_id = t.subject_id AND f.predicate_key = t.predicate_key
         WHERE f.expired_at IS NULL
         """
     )
@@ -160,9 +162,9 @@ def _active_provenance(db: Database) -> dict[int, set[int]]:
         """
         SELECT p.fact_id, p.assertion_id
         FROM temp.touched_slots t
-        JOIN facts f ON f.subject_id = t.subject_id AND f.predicate_key = t.predicate_key AND f.expired_at IS NULL
-        JOIN fact_provenance p ON p.fact_id = f.id
-        JOIN assertions a ON a.id = p.assertion_id AND a.expired_at IS NULL
+        CROSS JOIN facts f ON f.subject_id = t.subject_id AND f.predicate_key = t.predicate_key AND f.expired_at IS NULL
+        CROSS JOIN fact_provenance p ON p.fact_id = f.id
+        CROSS JOIN assertions a ON a.id = p.assertion_id AND a.expired_at IS NULL
         """
     ).fetchall():
         by_fact[fact_id].add(assertion_id)
@@ -193,6 +195,25 @@ def _entity_names(db: Database, slots: set[Slot], assertions: dict) -> dict[int,
     return dict(db.execute(f"SELECT id, name FROM entities WHERE id IN ({placeholders})", list(ids)).fetchall())
 
 
+# The order of mentions that decides a name, as one fixed-width string, so SQL and
+# Python compare it alike: time, end before start, reference time, episode, ordinal,
+# subject before object.
+_RANK_SQL = "printf('%s%d%s%s%09d%d', t, kind, r, episode_id, ordinal, side)"
+
+
+def mention_rank(assertion_time: str, is_start: bool, reference_time: str, episode_id: str,
+                 ordinal: int, side: int) -> str:
+    return f"{assertion_time}{int(is_start)}{reference_time}{episode_id}{ordinal:09d}{side}"
+
+
+def name_from_new_mentions(db: Database, mentions: dict[int, tuple[str, str]]) -> None:
+    """Adding assertions can only move a name earlier: compare with the stored rank."""
+    db.conn.executemany(
+        "UPDATE entities SET name = ?, name_rank = ? WHERE id = ? AND (name_rank IS NULL OR name_rank > ?)",
+        [(form, rank, entity_id, rank) for entity_id, (rank, form) in mentions.items()],
+    )
+
+
 def rename_entities(db: Database, entity_ids: Iterable[int]) -> None:
     """Each entity shows the name its earliest active assertion wrote (valid-time order).
 
@@ -200,10 +221,10 @@ def rename_entities(db: Database, entity_ids: Iterable[int]) -> None:
     order, or undoing the episode that introduced a spelling, shows the same name.
     An entity no active assertion mentions keeps its last name for the history.
     """
-    db.conn.executemany(
-        """
-        UPDATE entities SET name = coalesce((
-            SELECT form FROM (
+    for entity_id in set(entity_ids):
+        first = db.execute(
+            f"""
+            SELECT form, {_RANK_SQL} AS rank FROM (
                 SELECT a.subject AS form, coalesce(a.valid_at, a.invalid_at) AS t,
                        a.valid_at IS NOT NULL AS kind, e.reference_time AS r, a.episode_id, a.ordinal, 0 AS side
                 FROM assertions a JOIN episodes e ON e.id = a.episode_id
@@ -213,8 +234,11 @@ def rename_entities(db: Database, entity_ids: Iterable[int]) -> None:
                        e.reference_time, a.episode_id, a.ordinal, 1
                 FROM assertions a JOIN episodes e ON e.id = a.episode_id
                 WHERE a.object_id = :id AND a.expired_at IS NULL
-            ) ORDER BY t, kind, r, episode_id, ordinal, side LIMIT 1
-        ), name) WHERE id = :id
-        """,
-        [{"id": entity_id} for entity_id in set(entity_ids)],
-    )
+            ) ORDER BY rank LIMIT 1
+            """,
+            {"id": entity_id},
+        ).fetchone()
+        if first is None:
+            db.execute("UPDATE entities SET name_rank = NULL WHERE id = ?", [entity_id])
+        else:
+            db.execute("UPDATE entities SET name = ?, name_rank = ? WHERE id = ?", [*first, entity_id])
