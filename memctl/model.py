@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
@@ -80,7 +81,7 @@ class Episode:
     source_id: str | None = None
     assertions: list[Assertion] = field(default_factory=list)
 
-    @property
+    @cached_property
     def id(self) -> str:
         # Derived from content only: re-ingesting is idempotent, and ties between
         # assertions break the same way whatever order episodes arrive in.

@@ -19,10 +19,10 @@ so the result does not depend on the order in which episodes were ingested.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class SlotAssertion:
+class SlotAssertion(NamedTuple):  # a tuple: built for every assertion a recomputation loads
     id: int
     episode_id: str
     ordinal: int
