@@ -44,6 +44,10 @@ def open_database(path: str | Path) -> Database:
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = wal")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # Recomputing a slot re-reads its assertions and facts; the default 2 MB page cache
+    # cannot hold the indexes of a 100k-assertion store, so reads fall through to the OS.
+    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA foreign_keys = ON")
     if migrations.pending(db):
         with write_transaction(db):
