@@ -20,6 +20,7 @@ from memctl import names, recall as recall_module, times
 from memctl.errors import MemctlError
 from memctl.model import Episode
 from memctl.sources import IngestOptions, files_under, parse
+from memctl.store import in_chunks
 from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
 from memctl.store.episodes import Touched, sort_new, store_episodes, expire_episodes, purge_episodes, touched_by
 from memctl.store.facts import SlotChanges, current_facts, recompute_slots, rename_entities
@@ -209,9 +210,9 @@ class Memory:
         plan: dict = {}
         try:
             with write_transaction(self.db):
-                statuses = dict(self.db.execute(
-                    f"SELECT id, status FROM episodes WHERE id IN ({', '.join('?' * len(episode_ids))})", episode_ids
-                ).fetchall())
+                statuses = {}
+                for chunk, marks in in_chunks(episode_ids):
+                    statuses.update(self.db.execute(f"SELECT id, status FROM episodes WHERE id IN ({marks})", chunk).fetchall())
                 chosen = episode_ids if purge else [e for e in episode_ids if statuses[e] == "active"]
                 at = transaction_time(self.db, self.clock)
                 slots = touched_by(self.db, chosen, active_only=not purge).slots

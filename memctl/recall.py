@@ -13,6 +13,7 @@ import re
 from sqlite_utils import Database
 
 from memctl.errors import MemctlError
+from memctl.store import in_chunks
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
@@ -64,15 +65,16 @@ def attach_episodes(db: Database, facts: list[dict], known_at: str | None) -> No
     if not facts:
         return
     condition, params = version_filter("a", known_at)
-    ids = [f["fact_id"] for f in facts]
-    rows = db.execute(
-        f"""
-        SELECT p.fact_id, p.episode_id FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id
-        WHERE p.fact_id IN ({", ".join("?" * len(ids))}) AND {condition}
-        ORDER BY p.fact_id, a.valid_at, p.episode_id
-        """,
-        ids + params,
-    ).fetchall()
+    rows = []
+    for chunk, marks in in_chunks([f["fact_id"] for f in facts]):
+        rows += db.execute(
+            f"""
+            SELECT p.fact_id, p.episode_id FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id
+            WHERE p.fact_id IN ({marks}) AND {condition}
+            ORDER BY p.fact_id, a.valid_at, p.episode_id
+            """,
+            chunk + params,
+        ).fetchall()
     by_fact: dict[int, list[str]] = {}
     for fact_id, episode_id in rows:
         episodes = by_fact.setdefault(fact_id, [])

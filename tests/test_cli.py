@@ -249,3 +249,16 @@ def test_help_has_an_example_for_every_command(cli):
     for command in ("ingest", "recall", "undo", "episodes", "show", "history", "stats", "rebuild", "operations"):
         run = cli(command, "--help")
         assert run.code == 0 and "Example: memctl" in run.out, command
+
+
+def test_undo_of_a_large_file_by_source(cli, tmp_path):
+    """More episodes than SQLite binds in one statement (999 on older builds)."""
+    big = write_jsonl(tmp_path / "big.jsonl", [
+        line(f"2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z", fact(f"svc{i % 50}", "uses", f"lib{i}", cardinality="many"))
+        for i in range(1200)
+    ])
+    assert cli("ingest", big).code == 0
+    assert len(cli("recall", "svc1 uses", "--history", "--limit", "5000", "--json").json()["results"]) == 1200
+    done = cli("undo", "--source", big, "--apply", "--json").json()
+    assert len(done["episodes"]) == 1200 and len(done["removed"]) == 1200
+    assert cli("stats", "--json").json()["assertions"] == 0

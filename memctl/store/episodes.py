@@ -12,6 +12,7 @@ from sqlite_utils import Database
 
 from memctl import names
 from memctl.model import Episode
+from memctl.store import in_chunks
 from memctl.store.facts import Slot, mention_rank, name_from_new_mentions
 
 
@@ -39,13 +40,8 @@ def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]
     """Entity id for each surface form, creating entities that are new."""
     by_key = {names.entity_key(form): form for form in sorted(surface_forms)}
     found: dict[str, int] = {}
-    keys = list(by_key)
-    for start in range(0, len(keys), 500):
-        chunk = keys[start : start + 500]
-        rows = db.execute(
-            f"SELECT name_key, id FROM entities WHERE name_key IN ({', '.join('?' * len(chunk))})", chunk
-        ).fetchall()
-        found.update(rows)
+    for chunk, marks in in_chunks(list(by_key)):
+        found.update(db.execute(f"SELECT name_key, id FROM entities WHERE name_key IN ({marks})", chunk).fetchall())
     for key, form in by_key.items():
         if key not in found:
             found[key] = db.execute(
@@ -58,13 +54,9 @@ def sort_new(db: Database, episodes: list[Episode]) -> Added:
     """Which episodes are new, which were undone and come back, which are already in."""
     result = Added()
     unique = {episode.id: episode for episode in episodes}
-    ids = list(unique)
     status: dict[str, str] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        status.update(
-            db.execute(f"SELECT id, status FROM episodes WHERE id IN ({', '.join('?' * len(chunk))})", chunk).fetchall()
-        )
+    for chunk, marks in in_chunks(list(unique)):
+        status.update(db.execute(f"SELECT id, status FROM episodes WHERE id IN ({marks})", chunk).fetchall())
     for episode_id, episode in unique.items():
         if status.get(episode_id) == "active":
             result.already_present.append(episode_id)
@@ -127,11 +119,10 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
 def touched_by(db: Database, episode_ids: list[str], *, active_only: bool) -> Touched:
     touched = Touched()
     condition = "AND expired_at IS NULL" if active_only else ""
-    for start in range(0, len(episode_ids), 500):
-        chunk = episode_ids[start : start + 500]
+    for chunk, marks in in_chunks(episode_ids):
         for subject_id, predicate_key, object_id in db.execute(
             f"""SELECT subject_id, predicate_key, object_id FROM assertions
-                WHERE episode_id IN ({', '.join('?' * len(chunk))}) {condition}""",
+                WHERE episode_id IN ({marks}) {condition}""",
             chunk,
         ).fetchall():
             touched.slots.add((subject_id, predicate_key))
@@ -142,9 +133,7 @@ def touched_by(db: Database, episode_ids: list[str], *, active_only: bool) -> To
 def expire_episodes(db: Database, episode_ids: list[str], at: str) -> Touched:
     """Undo: the episodes' assertions stop being believed at ``at``; history keeps them."""
     touched = touched_by(db, episode_ids, active_only=True)
-    for start in range(0, len(episode_ids), 500):
-        chunk = episode_ids[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in in_chunks(episode_ids):
         db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
                    [at, *chunk])
         db.execute(f"UPDATE episodes SET status = 'undone' WHERE id IN ({marks})", chunk)
@@ -158,9 +147,7 @@ def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
     touched slots, which rebuilds the versions the remaining assertions support.
     """
     touched = touched_by(db, episode_ids, active_only=False)
-    for start in range(0, len(episode_ids), 500):
-        chunk = episode_ids[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in in_chunks(episode_ids):
         doomed = f"SELECT DISTINCT fact_id FROM fact_provenance WHERE episode_id IN ({marks})"
         db.execute(f"DELETE FROM facts_fts WHERE rowid IN ({doomed})", chunk)
         db.execute("CREATE TEMP TABLE IF NOT EXISTS doomed_facts (id INTEGER PRIMARY KEY)")

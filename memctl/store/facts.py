@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from sqlite_utils import Database
 
+from memctl.store import in_chunks
 from memctl.resolve import ResolvedFact, SlotAssertion, resolve_slot, slot_cardinality
 
 Slot = tuple[int, str]  # (subject_id, predicate_key)
@@ -191,8 +192,10 @@ def _sync_provenance(db: Database, fact_id: int, fact: ResolvedFact, detail: dic
 
 def _entity_names(db: Database, slots: set[Slot], assertions: dict) -> dict[int, str]:
     ids = {subject for subject, _ in slots} | {a.object_id for group in assertions.values() for a, _, _ in group}
-    placeholders = ", ".join("?" * len(ids))
-    return dict(db.execute(f"SELECT id, name FROM entities WHERE id IN ({placeholders})", list(ids)).fetchall())
+    found: dict[int, str] = {}
+    for chunk, marks in in_chunks(sorted(ids)):
+        found.update(db.execute(f"SELECT id, name FROM entities WHERE id IN ({marks})", chunk).fetchall())
+    return found
 
 
 # The order of mentions that decides a name, as one fixed-width string, so SQL and
