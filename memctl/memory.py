@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,7 +26,12 @@ from memctl.store.connection import Clock, open_database, system_clock, transact
 from memctl.store.episodes import Touched, sort_new, store_episodes, expire_episodes, purge_episodes, touched_by
 from memctl.store.facts import SlotChanges, current_facts, recompute_slots, rename_entities
 
-BATCH_EPISODES = 500
+# A batch of whole episodes is one transaction. Each batch re-resolves every slot it
+# touches from all of that slot's assertions, so bigger batches are much cheaper for a
+# fast source (100k assertions: 3.7k/s at 500 episodes, 6.2k/s at 5,000); the age bound
+# keeps a slow source (an LLM) committing every few seconds, so a crash loses little.
+BATCH_EPISODES = 5000
+BATCH_SECONDS = 2.0
 
 
 @dataclass
@@ -56,11 +62,14 @@ def _new_operation_id() -> str:
     return f"op_{secrets.token_hex(6)}"
 
 
-def _batches(items: Iterable[Episode], size: int) -> Iterator[list[Episode]]:
+def _batches(items: Iterable[Episode], size: int, seconds: float = BATCH_SECONDS) -> Iterator[list[Episode]]:
     batch: list[Episode] = []
+    started = time.monotonic()
     for item in items:
+        if not batch:
+            started = time.monotonic()
         batch.append(item)
-        if len(batch) >= size:
+        if len(batch) >= size or time.monotonic() - started >= seconds:
             yield batch
             batch = []
     if batch:
