@@ -195,3 +195,11 @@ def test_as_of_boundaries_hold_for_every_fact(made, offset_minutes):
         if invalid_at is not None:
             assert found(fact_id, times.to_storage(times.from_storage(invalid_at) - timedelta(microseconds=1)))
             assert not found(fact_id, invalid_at)
+
+
+def test_batches_close_at_their_size_or_their_age():
+    from memctl.memory import _batches
+
+    assert list(_batches(range(5), 2, seconds=3600)) == [[0, 1], [2, 3], [4]]
+    # an age bound of zero closes every batch at once: a slow source commits each episode
+    assert list(_batches(range(3), 1000, seconds=0)) == [[0], [1], [2]]
