@@ -262,3 +262,22 @@ def test_undo_of_a_large_file_by_source(cli, tmp_path):
     done = cli("undo", "--source", big, "--apply", "--json").json()
     assert len(done["episodes"]) == 1200 and len(done["removed"]) == 1200
     assert cli("stats", "--json").json()["assertions"] == 0
+
+
+def test_empty_and_blank_files_hold_no_episodes(cli, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "empty.jsonl").write_text("")
+    (folder / "blank.jsonl").write_text("\n  \n")
+    write_jsonl(folder / "real.jsonl", [line("2024-01-01", fact("svc", "uses", "Kafka"))])
+    report = cli("ingest", folder, "--json").json()
+    assert (report["files"], report["episodes"], report["added"]) == (3, 1, 1)
+
+
+def test_unknown_format_is_refused_with_the_choices(cli, tmp_path):
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"role": "user", "content": "hi"}\n')
+    run = cli("ingest", notes)
+    assert run.code == 2 and "--format facts" in run.err
+    run = cli("ingest", notes, "--format", "csv")
+    assert run.code == 2 and "unknown format" in run.err

@@ -84,11 +84,14 @@ def files_under(paths: list[Path]) -> list[Path]:
     return list(found)
 
 
-def detect_format(path: Path) -> str:
+def detect_format(path: Path) -> str | None:
+    """The format of a file, from its first record; None for a file with no records."""
     for _, _, value in read_jsonl(path):
         if isinstance(value, dict) and "facts" in value:
             return "facts"
         break
+    else:
+        return None
     raise MemctlError(
         f"{path}: cannot tell its format; this version reads --format facts "
         '(JSONL lines like {"reference_time": "2025-03-01", "facts": [...]})'
@@ -98,6 +101,8 @@ def detect_format(path: Path) -> str:
 def parse(path: Path, options: IngestOptions) -> Iterator[Episode]:
     """Episodes of one file, in file order; raises MemctlError on input it cannot take."""
     fmt = detect_format(path) if options.format == "auto" else options.format
+    if fmt is None:
+        return
     if fmt == "facts":
         from memctl.sources import facts
 
