@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -41,8 +42,7 @@ def open_database(path: str | Path) -> Database:
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     db = Database(conn)
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        conn.execute("PRAGMA journal_mode = wal")
+    _switch_to_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     # Recomputing a slot re-reads its assertions and facts; the default 2 MB page cache
     # cannot hold the indexes of a 100k-assertion store, so reads fall through to the OS.
@@ -54,6 +54,22 @@ def open_database(path: str | Path) -> Database:
             # Re-checked under the write lock: another process may have just migrated.
             migrations.apply(db)
     return db
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """Turn on WAL, waiting out another process that is doing the same.
+
+    Changing the journal mode needs an exclusive lock, and SQLite answers BUSY at once
+    rather than calling the busy handler, so two first opens of a new file would fail.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        try:
+            conn.execute("PRAGMA journal_mode = wal")
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 @contextmanager
