@@ -61,11 +61,15 @@ def _switch_to_wal(conn: sqlite3.Connection) -> None:
 
     Changing the journal mode needs an exclusive lock, and SQLite answers BUSY at once
     rather than calling the busy handler, so two first opens of a new file would fail.
+    Whatever mode SQLite settles on is kept: an in-memory database stays "memory", and
+    a file system without WAL support keeps its rollback journal (slower to share, no
+    less safe).
     """
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+    while True:
         try:
             conn.execute("PRAGMA journal_mode = wal")
+            return
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) or time.monotonic() > deadline:
                 raise
