@@ -71,6 +71,12 @@ def _console():
     return Console()
 
 
+def _console_err():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
 def _table(title: str | None, columns: list[str], rows: list[list]):
     from rich.table import Table
 
@@ -114,16 +120,57 @@ def ingest(
                                 [[r["id"], f"{Path(r['source']).name}:{r['position']}", _day(r["reference_time"]),
                                   r["reference_time_source"], r["assertions"]] for r in rows]))
         return
-    report = memory.ingest(paths, options)
+    report = _ingest_with_progress(memory, paths, options)
     from dataclasses import asdict
 
+    for line in report.malformed[:20] + report.refused:
+        typer.echo(f"memctl: skipped: {line}", err=True)
+    if len(report.malformed) > 20:
+        typer.echo(f"memctl: skipped: … and {len(report.malformed) - 20} more malformed records", err=True)
     if as_json:
-        _print_json(asdict(report))
-        return
-    rows = [[k.replace("_", " "), v] for k, v in asdict(report).items() if k not in ("time_range", "operation_id")]
+        _print_json({**asdict(report), "partial": report.partial})
+    else:
+        _console().print(_ingest_table(report))
+    if report.partial:
+        raise typer.Exit(1)
+
+
+def _ingest_with_progress(memory, paths: list[Path], options):
+    """A progress bar over the files on a terminal; plain otherwise."""
+    if not sys.stderr.isatty():
+        return memory.ingest(paths, options)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from memctl.sources import files_under
+
+    total = len(files_under(paths))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[name]}"), transient=True, console=_console_err()) as progress:
+        task = progress.add_task("ingesting", total=total, name="")
+        started = iter(range(total + 1))
+
+        def on_file(path: Path) -> None:
+            progress.update(task, completed=next(started), name=path.name)
+
+        report = memory.ingest(paths, options, on_file=on_file)
+        progress.update(task, completed=total)
+    return report
+
+
+def _ingest_table(report):
+    rows = [["files", f"{report.files} (" + ", ".join(f"{k} {v}" for k, v in sorted(report.formats.items())) + ")"]]
+    if report.unrecognised:
+        rows.append(["not logs memctl reads", len(report.unrecognised)])
+    rows += [[label, getattr(report, key)] for label, key in [
+        ("episodes read", "episodes"), ("added", "added"), ("brought back", "reactivated"),
+        ("already present", "already_present"), ("assertions", "assertions"), ("facts created", "facts_created"),
+        ("facts ended or replaced", "facts_expired"), ("secrets redacted", "redactions")]]
+    rows += [[f"skipped: {reason}", count] for reason, count in sorted(report.skipped.items())]
+    rows += [[f"left out of text: {kind}", count] for kind, count in sorted(report.left_out.items())]
+    rows.append(["refused", len(report.refused)])
     rows.append(["time range", f"{_day(report.time_range[0])} → {_day(report.time_range[1])}"])
     rows.append(["operation", report.operation_id or "(nothing new)"])
-    _console().print(_table("Ingest", ["", ""], rows))
+    return _table("Ingest", ["", ""], rows)
 
 
 @app.command()

@@ -9,3 +9,10 @@ class MemctlError(Exception):
     def __init__(self, message: str, exit_code: int = 2):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class FileRefused(MemctlError):
+    """One input file cannot be read as it claims to be; the others go on (exit 1)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, exit_code=1)

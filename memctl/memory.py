@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sqlite_utils import Database
 
 from memctl import names, recall as recall_module, times
-from memctl.errors import MemctlError
+from memctl.errors import FileRefused, MemctlError
 from memctl.model import Episode
-from memctl.sources import IngestOptions, files_under, parse
+from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, files_under, format_of, parse
 from memctl.store import in_chunks
 from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
 from memctl.store.episodes import Touched, sort_new, store_episodes, expire_episodes, purge_episodes, touched_by
@@ -37,6 +37,8 @@ BATCH_SECONDS = 2.0
 @dataclass
 class IngestReport:
     files: int = 0
+    formats: dict[str, int] = field(default_factory=dict)  # files read, by format
+    unrecognised: list[str] = field(default_factory=list)  # files that are no log memctl reads
     episodes: int = 0
     added: int = 0
     reactivated: int = 0
@@ -44,14 +46,77 @@ class IngestReport:
     assertions: int = 0
     facts_created: int = 0
     facts_expired: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)  # records that gave no episode, by reason
+    malformed: list[str] = field(default_factory=list)  # "file:line: reason", bad input skipped
+    refused: list[str] = field(default_factory=list)  # files (or their turns) left out whole, and why
+    redactions: int = 0
+    left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted
     operation_id: str | None = None
     time_range: list[str | None] = field(default_factory=lambda: [None, None])
 
+    @property
+    def partial(self) -> bool:
+        """Something was refused or unreadable, and the rest was kept: exit code 1."""
+        return bool(self.refused or self.malformed)
+
     def count(self, episode: Episode) -> None:
         self.episodes += 1
+        self.redactions += episode.redactions
+        for kind, number in episode.left_out.items():
+            self.left_out[kind] = self.left_out.get(kind, 0) + number
         low, high = self.time_range
         self.time_range = [min(low or episode.reference_time, episode.reference_time),
                            max(high or episode.reference_time, episode.reference_time)]
+
+    def skip(self, path: Path, item: Skipped) -> None:
+        self.skipped[item.reason] = self.skipped.get(item.reason, 0) + 1
+        if item.malformed:
+            self.malformed.append(f"{path}:{item.position}: {item.reason}")
+
+
+def read_sources(
+    paths: list[Path], options: IngestOptions, report: IngestReport, on_file: Callable[[Path], None] | None = None
+) -> Iterator[Episode]:
+    """Every episode of every file, streaming; what was skipped or refused goes in ``report``.
+
+    Structured ``facts`` files are checked whole before anything is read for storing:
+    their bad input refuses the command (MemctlError, exit 2). Session logs are
+    forgiving: a bad line is skipped and reported, an unreadable file refused, and
+    the other files go on.
+    """
+    files = [(path, format_of(path, options)) for path in files_under(paths)]
+    report.files = len(files)
+    if files and all(fmt is None for _, fmt in files):
+        raise MemctlError(
+            f"nothing here is a log memctl reads ({len(files)} file(s)); formats: {', '.join(FORMATS)} "
+            "(auto-detected, or forced with --format)"
+        )
+    for path, fmt in files:
+        if fmt is None:
+            report.unrecognised.append(str(path))
+        elif fmt == "facts":
+            for _ in parse(path, options, fmt):
+                pass
+    for path, fmt in files:
+        if on_file is not None:
+            on_file(path)
+        if fmt is None:
+            continue
+        report.formats[fmt] = report.formats.get(fmt, 0) + 1
+        dated = undated = 0
+        try:
+            for item in parse(path, options, fmt):
+                if isinstance(item, Skipped):
+                    report.skip(path, item)
+                    undated += item.reason == NO_TIME
+                    continue
+                dated += 1
+                yield item
+        except FileRefused as error:
+            report.refused.append(str(error))
+            continue
+        if undated:
+            report.refused.append(f"{path}: {undated} turn(s) with {NO_TIME}" + ("" if dated else " (the whole file)"))
 
 
 class _DryRun(Exception):
@@ -105,34 +170,42 @@ class Memory:
             [operation_id, kind, at, status, json.dumps(command, sort_keys=True)],
         )
 
-    def ingest(self, paths: list[Path], options: IngestOptions, *, batch_size: int = BATCH_EPISODES) -> IngestReport:
-        """Ingest files. Every file is read and checked first: bad input writes nothing."""
-        files = files_under(paths)
-        for path in files:
-            for _ in parse(path, options):
-                pass
-        command = {"paths": [str(p) for p in files], **asdict(options)}
-        report = self.ingest_episodes(
-            (episode for path in files for episode in parse(path, options)), command=command, batch_size=batch_size
-        )
-        report.files = len(files)
-        return report
+    def ingest(self, paths: list[Path], options: IngestOptions, *, batch_size: int = BATCH_EPISODES,
+               on_file: Callable[[Path], None] | None = None) -> IngestReport:
+        """Ingest files and directories; see ``read_sources`` for what is skipped or refused."""
+        report = IngestReport()
+        command = {"paths": [str(p) for p in paths], **asdict(options)}
+        return self.ingest_episodes(read_sources(paths, options, report, on_file), command=command,
+                                    batch_size=batch_size, report=report)
 
     def preview(self, paths: list[Path], options: IngestOptions) -> Iterator[dict]:
-        """What ingest would store, one row per episode, writing nothing."""
+        """What ingest would store, one row per episode or skipped record, writing nothing."""
         for path in files_under(paths):
-            for episode in parse(path, options):
-                yield {
-                    "id": episode.id, "source": episode.source, "position": episode.position,
-                    "format": episode.format, "reference_time": episode.reference_time,
-                    "reference_time_source": episode.reference_time_source, "chars": len(episode.content),
-                    "assertions": len(episode.assertions), "skipped_reason": None,
-                }
+            fmt = format_of(path, options)
+            if fmt is None:
+                yield {"source": str(path), "position": None, "format": None, "reference_time": None,
+                       "reference_time_source": None, "chars": 0, "skipped_reason": "not a format memctl reads"}
+                continue
+            try:
+                for item in parse(path, options, fmt):
+                    if isinstance(item, Skipped):
+                        yield {"source": str(path), "position": item.position, "format": fmt, "reference_time": None,
+                               "reference_time_source": None, "chars": 0, "skipped_reason": item.reason}
+                    else:
+                        yield {"id": item.id, "source": item.source, "position": item.position, "format": fmt,
+                               "reference_time": item.reference_time,
+                               "reference_time_source": item.reference_time_source, "chars": len(item.content),
+                               "assertions": len(item.assertions), "redactions": item.redactions,
+                               "skipped_reason": None}
+            except FileRefused as error:
+                yield {"source": str(path), "position": None, "format": fmt, "reference_time": None,
+                       "reference_time_source": None, "chars": 0, "skipped_reason": str(error)}
 
     def ingest_episodes(
-        self, episodes: Iterable[Episode], *, command: dict | None = None, batch_size: int = BATCH_EPISODES
+        self, episodes: Iterable[Episode], *, command: dict | None = None, batch_size: int = BATCH_EPISODES,
+        report: IngestReport | None = None,
     ) -> IngestReport:
-        report = IngestReport()
+        report = report or IngestReport()
         operation_id = _new_operation_id()
         recorded = False
         try:

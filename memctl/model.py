@@ -80,11 +80,19 @@ class Episode:
     reference_time_source: str  # record | session | user | mtime
     source_id: str | None = None
     assertions: list[Assertion] = field(default_factory=list)
+    # The same turn seen in another file (a resumed session repeats earlier lines) has
+    # the same identity, and so the same id: it is stored once.
+    identity: str | None = None
+    redactions: int = 0  # secrets replaced in content before it was stored
+    left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images...
 
     @cached_property
     def id(self) -> str:
         # Derived from content only: re-ingesting is idempotent, and ties between
         # assertions break the same way whatever order episodes arrive in.
-        where = self.source_id if self.source_id is not None else f"#{self.position}"
-        digest = hashlib.sha256(f"{self.source}\x1f{where}\x1f{self.content_hash}".encode()).hexdigest()
-        return f"ep_{digest[:16]}"
+        if self.identity is not None:
+            key = self.identity
+        else:
+            where = self.source_id if self.source_id is not None else f"#{self.position}"
+            key = f"{self.source}\x1f{where}\x1f{self.content_hash}"
+        return f"ep_{hashlib.sha256(key.encode()).hexdigest()[:16]}"

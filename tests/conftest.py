@@ -12,6 +12,11 @@ from memctl.cli import main
 from memctl.memory import Memory
 
 
+# Real session logs live beside the repository (../shared/realdata), never inside it.
+REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+needs_realdata = pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not beside this checkout")
+
+
 @dataclass
 class Run:
     code: int
@@ -97,4 +102,4 @@ def utc(text: str) -> str:
     return normalize_instant(text)
 
 
-__all__ = ["Run", "write_jsonl", "FakeClock", "current_facts", "utc", "timezone"]
+__all__ = ["REALDATA", "needs_realdata", "Run", "write_jsonl", "FakeClock", "current_facts", "utc", "timezone"]

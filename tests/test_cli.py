@@ -275,9 +275,15 @@ def test_empty_and_blank_files_hold_no_episodes(cli, tmp_path):
 
 
 def test_unknown_format_is_refused_with_the_choices(cli, tmp_path):
-    notes = tmp_path / "notes.jsonl"
-    notes.write_text('{"role": "user", "content": "hi"}\n')
-    run = cli("ingest", notes)
-    assert run.code == 2 and "--format facts" in run.err
-    run = cli("ingest", notes, "--format", "csv")
+    tmp_path = tmp_path / "logs"
+    tmp_path.mkdir()
+    table = tmp_path / "numbers.csv"
+    table.write_text("a,b\n1,2\n")
+    run = cli("ingest", table)
+    assert run.code == 2 and "claude-code" in run.err and "facts" in run.err
+    run = cli("ingest", table, "--format", "csv")
     assert run.code == 2 and "unknown format" in run.err
+    # beside a real log, an unreadable file is reported, not fatal
+    write_jsonl(tmp_path / "real.jsonl", [line("2024-01-01", fact("svc", "uses", "Kafka"))])
+    report = cli("ingest", tmp_path, "--json").json()
+    assert report["added"] == 1 and report["unrecognised"] == [str(table.resolve())]

@@ -1,24 +1,52 @@
 """Sources: files in, dated episodes out. One module per format.
 
-Every parser stamps each episode with its true time, resolved per DESIGN §2: the
-record's own time, then session times, then ``--reference-time``, then the file's
-mtime with ``--from-mtime``; otherwise the file is refused. Never the import's clock.
+Every episode is stamped with its true time, resolved per DESIGN §2: the record's own
+time, then session times, then ``--reference-time``, then the file's mtime with
+``--from-mtime``; otherwise the episode is skipped and its file reported as refused.
+Never the import's clock.
+
+A format module exposes ``turns(path, options)``, yielding ``Turn`` (one user turn and
+the assistant's reply) or ``Skipped`` (a record left out, with the reason). ``parse``
+turns those into ``Episode`` objects: it resolves the time, redacts secrets, and cuts
+long turns to ``MAX_EPISODE_CHARS``. The structured ``facts`` format yields episodes
+itself, because its bad input refuses the whole command instead.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonlines
 
 from memctl import times
-from memctl.errors import MemctlError
-from memctl.model import Episode
+from memctl.errors import FileRefused, MemctlError
+from memctl.model import Episode, content_hash
 
-FORMATS = ("facts",)
+# format name -> module under memctl.sources
+MODULES = {
+    "facts": "facts",
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "chatgpt": "chatgpt",
+    "claude-ai": "claude_ai",
+    "gemini": "gemini",
+    "aider": "aider",
+    "jsonl": "chat_jsonl",
+    "text": "notes",
+    "markdown": "notes",
+}
+FORMATS = tuple(MODULES)
+
+# A turn longer than this is cut (the rest is counted in the content's last line):
+# one turn that pastes a whole log must not become one enormous extraction prompt.
+MAX_EPISODE_CHARS = 20_000
+
+NO_TIME = "no reference time: pass --reference-time ISO or --from-mtime"
 
 
 @dataclass(frozen=True)
@@ -26,10 +54,38 @@ class IngestOptions:
     format: str = "auto"
     reference_time: str | None = None  # storage form, from --reference-time
     from_mtime: bool = False
+    tz: str | None = None  # IANA zone for naive local times (Aider); None: this machine's
+
+
+@dataclass
+class Turn:
+    """One user turn and the assistant's reply, as a format module reads it."""
+
+    position: int  # line or record number of the user message in its file (1-based)
+    user: str
+    assistant: str = ""
+    time: str | None = None  # storage form; the user record's own time, or a session time
+    time_source: str = "record"  # "record" | "session"
+    source_id: str | None = None  # the format's id of the user message, if it has one
+    identity: str | None = None  # same turn in another file (a resumed session) -> same value
+    left_out: dict[str, int] = field(default_factory=dict)  # e.g. {"tool_use": 2, "thinking": 1}
+
+
+@dataclass
+class Skipped:
+    """A record that gives no episode, and why (a malformed line, a compaction summary...)."""
+
+    position: int
+    reason: str
+    malformed: bool = False  # bad input, as opposed to something left out on purpose
+
+
+class BadLine(str):
+    """What ``read_jsonl(strict=False)`` yields in place of a value it could not read."""
 
 
 def fallback_reference_time(path: Path, options: IngestOptions) -> tuple[str, str]:
-    """(time, source) for records without a time of their own, or refuse the file."""
+    """(time, source) for records without a time of their own; MemctlError if none."""
     if options.reference_time is not None:
         return options.reference_time, "user"
     if options.from_mtime:
@@ -53,9 +109,13 @@ class _NumberedLines:
             yield self.text
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, str, object]]:
-    """(line number, raw line, value) per non-blank line; a bad line raises MemctlError."""
-    with open(path, encoding="utf-8", errors="strict", newline="") as handle:
+def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, object]]:
+    """(line number, raw line, value) per non-blank line, streaming.
+
+    A bad line raises MemctlError when ``strict``; otherwise its value is a ``BadLine``
+    saying what is wrong, and reading goes on.
+    """
+    with open(path, "rb") as handle:
         lines = _NumberedLines(handle)
         reader = jsonlines.Reader(lines)
         while True:
@@ -64,10 +124,11 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, str, object]]:
             except EOFError:
                 return
             except jsonlines.InvalidLineError as error:
-                raise MemctlError(f"{path}:{error.lineno}: {error.args[0]}") from None
-            except UnicodeDecodeError:
-                raise MemctlError(f"{path}:{lines.number + 1}: not UTF-8 text") from None
-            yield lines.number, lines.text, value
+                if strict:
+                    raise MemctlError(f"{path}:{error.lineno}: {error.args[0]}") from None
+                value = BadLine(error.args[0])
+            raw = lines.text.decode("utf-8", errors="replace") if isinstance(lines.text, bytes) else lines.text
+            yield lines.number, raw, value
 
 
 def files_under(paths: list[Path]) -> list[Path]:
@@ -75,7 +136,7 @@ def files_under(paths: list[Path]) -> list[Path]:
     found: dict[Path, None] = {}
     for path in paths:
         if path.is_dir():
-            for child in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            for child in sorted(p for p in path.rglob("*") if p.is_file()):
                 found.setdefault(child.resolve(), None)
         elif path.is_file():
             found.setdefault(path.resolve(), None)
@@ -84,28 +145,115 @@ def files_under(paths: list[Path]) -> list[Path]:
     return list(found)
 
 
-def detect_format(path: Path) -> str | None:
-    """The format of a file, from its first record; None for a file with no records."""
-    for _, _, value in read_jsonl(path):
-        if isinstance(value, dict) and "facts" in value:
-            return "facts"
-        break
-    else:
+def _first_record(path: Path) -> object | None:
+    try:
+        for _, _, value in read_jsonl(path, strict=False):
+            return value
+    except (OSError, UnicodeDecodeError):
         return None
-    raise MemctlError(
-        f"{path}: cannot tell its format; this version reads --format facts "
-        '(JSONL lines like {"reference_time": "2025-03-01", "facts": [...]})'
-    )
+    return None
 
 
-def parse(path: Path, options: IngestOptions) -> Iterator[Episode]:
-    """Episodes of one file, in file order; raises MemctlError on input it cannot take."""
-    fmt = detect_format(path) if options.format == "auto" else options.format
+def detect_format(path: Path) -> str | None:
+    """The format of a file by its name and first record; None when it is not one we read."""
+    name = path.name
+    suffix = path.suffix.lower()
+    if name == ".aider.chat.history.md":
+        return "aider"
+    if suffix == ".jsonl":
+        first = _first_record(path)
+        if not isinstance(first, dict):
+            return None
+        if "facts" in first:
+            return "facts"
+        if name.startswith("rollout-") or ("payload" in first and "type" in first):
+            return "codex"
+        if "sessionId" in first or "leafUuid" in first or "parentUuid" in first or first.get("type") == "summary":
+            return "claude-code"
+        if any(k in first for k in ("role", "author", "speaker")):
+            return "jsonl"
+        return None
+    if suffix == ".json":
+        with open(path, "rb") as handle:
+            head = handle.read(65536).decode("utf-8", errors="replace")
+        if '"mapping"' in head:
+            return "chatgpt"
+        if '"chat_messages"' in head:
+            return "claude-ai"
+        if '"messages"' in head and ('"startTime"' in head or '"sessionId"' in head):
+            return "gemini"
+        return None
+    if suffix in (".md", ".markdown"):
+        return "markdown"
+    if suffix == ".txt":
+        return "text"
+    return None
+
+
+def format_of(path: Path, options: IngestOptions) -> str | None:
+    if options.format == "auto":
+        return detect_format(path)
+    if options.format not in MODULES:
+        raise MemctlError(f"unknown format {options.format!r}; choose one of: auto, {', '.join(FORMATS)}")
+    return options.format
+
+
+def render(turn: Turn) -> str:
+    """An episode's stored text: the user turn and the reply, nothing else."""
+    parts = [f"User: {turn.user.strip()}"]
+    if turn.assistant.strip():
+        parts.append(f"Assistant: {turn.assistant.strip()}")
+    text = "\n\n".join(parts)
+    if len(text) > MAX_EPISODE_CHARS:
+        text = text[:MAX_EPISODE_CHARS] + f"\n[cut: {len(text) - MAX_EPISODE_CHARS} more characters]"
+    return text
+
+
+def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterator[Episode | Skipped]:
+    """Episodes of one file (and the records it skipped), streaming, in file order."""
+    fmt = fmt or format_of(path, options)
     if fmt is None:
         return
+    module = importlib.import_module(f"memctl.sources.{MODULES[fmt]}")
     if fmt == "facts":
-        from memctl.sources import facts
+        yield from module.parse(path, options)
+        return
+    from memctl.redact import redact
 
-        yield from facts.parse(path, options)
-    else:
-        raise MemctlError(f"unknown format {fmt!r}; choose one of: auto, {', '.join(FORMATS)}")
+    fallback: tuple[str, str] | None = None
+    for item in module.turns(path, options):
+        if isinstance(item, Skipped):
+            yield item
+            continue
+        if item.time is not None:
+            reference_time, reference_source = item.time, item.time_source
+        else:
+            try:
+                fallback = fallback or fallback_reference_time(path, options)
+            except MemctlError:
+                yield Skipped(item.position, NO_TIME)
+                continue
+            reference_time, reference_source = fallback
+        text, redactions = redact(render(item))
+        yield Episode(
+            source=str(path),
+            position=item.position,
+            format=fmt,
+            content=text,
+            content_hash=content_hash(text),
+            reference_time=reference_time,
+            reference_time_source=reference_source,
+            source_id=item.source_id,
+            identity=f"{fmt}\x1f{item.identity}" if item.identity else None,
+            redactions=redactions,
+            left_out=dict(item.left_out),
+        )
+
+
+def load_json(path: Path) -> object:
+    """A whole JSON export (ChatGPT, Claude.ai, Gemini); FileRefused naming the file if bad."""
+    try:
+        with open(path, "rb") as handle:
+            return json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise FileRefused(f"{path}: not valid JSON ({error})") from None

@@ -1,0 +1,239 @@
+"""``jsonl``: generic chat JSONL, one message per line.
+
+    {"role": "user", "content": "which database does billing use?", "timestamp": "2024-05-01T14:03:22Z"}
+    {"role": "assistant", "content": [{"type": "text", "text": "Postgres."}], "timestamp": 1714572210}
+
+Keys are found by what they usually mean, first match wins:
+
+* role: ``role``, ``author``, ``speaker`` (a string, or an object with ``role``/``name``).
+  ``user``/``human`` start a turn; ``assistant``/``ai``/``bot``/``model``/``gpt`` reply;
+  ``system``/``tool``/``function``/``developer`` are left out and counted.
+* content: ``content``, ``text``, ``message``: a string, a list of strings or of
+  ``{"type", "text"}`` blocks (other block types are left out and counted by type), or an
+  object with ``parts``/``text``/``content``.
+* time: ``timestamp``, ``time``, ``created_at``, ``create_time``, ``date``, ``ts``: an
+  ISO-8601 string (a naive one is UTC, as everywhere in memctl), or epoch seconds /
+  milliseconds / microseconds / nanoseconds, told apart by magnitude (``epoch_to_storage``
+  below), as a number or a string of digits.
+
+Each user message is one turn with the assistant messages that follow it. A turn's time
+is its user message's own time; if that message has none, the first reply's time (the
+exchange's own record, seconds later) — else None, so ``--reference-time`` /
+``--from-mtime`` apply. Bad JSON, a line that is not an object, a missing or unknown role,
+content of the wrong type and a time that cannot be read are each skipped as malformed,
+with the line number and the value: never a silent fallback to another time. Replies with
+no user message before them are skipped on purpose.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from memctl import times
+from memctl.sources import BadLine, IngestOptions, Skipped, Turn, read_jsonl
+
+ROLE_KEYS = ("role", "author", "speaker")
+CONTENT_KEYS = ("content", "text", "message")
+TIME_KEYS = ("timestamp", "time", "created_at", "create_time", "date", "ts")
+ID_KEYS = ("id", "uuid", "message_id")
+
+USER_ROLES = frozenset({"user", "human"})
+ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model", "gpt"})
+OTHER_ROLES = frozenset({"system", "tool", "function", "developer"})  # left out, counted
+TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_DIGITS = re.compile(r"^[+-]?\d+(\.\d*)?$")
+
+# Epoch magnitude -> unit. Seconds up to 1e11 (year 5138); milliseconds up to 1e14;
+# microseconds up to 1e17; nanoseconds up to 1e20. A millisecond value below 1e11 would be
+# before 1973-03-03, a microsecond one below 1e14 before 1973-03-03 too: not chat logs.
+EPOCH_UNITS = ((1e11, 1, "seconds"), (1e14, 1_000, "milliseconds"), (1e17, 1_000_000, "microseconds"),
+               (1e20, 1_000_000_000, "nanoseconds"))
+
+
+class BadTime(ValueError):
+    """A time value that is not an instant; the message names the value."""
+
+
+def epoch_unit(value: float | int) -> tuple[int, str]:
+    """(divisor to seconds, unit name) for an epoch number, by its magnitude."""
+    for limit, divisor, name in EPOCH_UNITS:
+        if abs(value) < limit:
+            return divisor, name
+    raise BadTime(f"epoch time {value!r} is too large for seconds, milliseconds, microseconds or nanoseconds")
+
+
+def epoch_to_storage(value: float | int | str) -> str:
+    """Storage form of an epoch number in s, ms, µs or ns (told apart by magnitude), exactly.
+
+    Pure: no clock. Integers are converted without floating-point rounding; floats to the
+    nearest microsecond. Zero, negatives, NaN, infinities and booleans are refused
+    (``BadTime``): a zero time is a missing value, not 1970.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise BadTime(f"time {value!r} is not a number or a string")
+    try:
+        number = Decimal(value.strip()) if isinstance(value, str) else Decimal(repr(value) if isinstance(value, float) else value)
+    except InvalidOperation:
+        raise BadTime(f"time {value!r} is not a number") from None
+    if not number.is_finite():
+        raise BadTime(f"time {value!r} is not a finite number")
+    if number <= 0:
+        raise BadTime(f"epoch time {value!r} is not after 1970-01-01")
+    divisor, _ = epoch_unit(float(number))
+    micros = int((number * 1_000_000 / divisor).to_integral_value())
+    try:
+        return times.to_storage(_EPOCH + timedelta(microseconds=micros))
+    except OverflowError:
+        raise BadTime(f"epoch time {value!r} is out of range") from None
+
+
+def time_to_storage(value: object) -> str:
+    """Storage form of a record's time value: ISO-8601 string or epoch number; BadTime if neither."""
+    if isinstance(value, bool):
+        raise BadTime(f"time {value!r} is not a date")
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise BadTime(f"time {value!r} is not a finite number")
+        return epoch_to_storage(value)
+    if isinstance(value, str):
+        text = value.strip()
+        # A string of digits is an epoch number, except 8 digits: an ISO basic date (20240501).
+        if _DIGITS.match(text) and not (len(text) == 8 and text.isdigit()):
+            return epoch_to_storage(text)
+        try:
+            return times.normalize_instant(text, what="time")
+        except times.BadInstant:
+            raise BadTime(f"time {value!r} is not an ISO-8601 date or an epoch number") from None
+    raise BadTime(f"time {value!r} is not a date")
+
+
+def _first(record: dict, keys: tuple[str, ...]) -> tuple[str | None, object]:
+    for key in keys:
+        if key in record:
+            return key, record[key]
+    return None, None
+
+
+def _role(value: object) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("role", value.get("name"))
+    return value.strip().lower() if isinstance(value, str) else None
+
+
+def _content(value: object, left_out: Counter) -> str:
+    """The text of a content value; other block types counted in ``left_out``. TypeError if bad."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if "parts" in value and isinstance(value["parts"], list):
+            return _content(value["parts"], left_out)
+        for key in ("text", "content"):
+            if key in value:
+                return _content(value[key], left_out)
+        if "type" in value:
+            return _content([value], left_out)
+        raise TypeError("content object has no text")
+    if isinstance(value, list):
+        texts = []
+        for block in value:
+            if isinstance(block, str):
+                texts.append(block)
+            elif isinstance(block, dict):
+                kind = block.get("type", "text")
+                if kind in TEXT_BLOCKS and isinstance(block.get("text"), str):
+                    texts.append(block["text"])
+                else:
+                    left_out[str(kind)] += 1
+            elif block is not None:
+                raise TypeError(f"content block of type {type(block).__name__}")
+        return "\n\n".join(t for t in texts if t)
+    raise TypeError(f"content of type {type(value).__name__}")
+
+
+class _Open:
+    def __init__(self, position: int, user: str, time: str | None, source_id: str | None, left_out: Counter):
+        self.position = position
+        self.user = user
+        self.time = time
+        self.source_id = source_id
+        self.replies: list[str] = []
+        self.left_out = left_out
+
+    def turn(self) -> Turn:
+        return Turn(
+            position=self.position,
+            user=self.user,
+            assistant="\n\n".join(r for r in self.replies if r.strip()),
+            time=self.time,
+            time_source="record",
+            source_id=self.source_id,
+            left_out=dict(self.left_out),
+        )
+
+
+def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
+    turn: _Open | None = None
+    pending: Counter = Counter()  # left out before the first user message
+    for number, _raw, record in read_jsonl(path, strict=False):
+        if isinstance(record, BadLine):
+            yield Skipped(number, f"bad JSON: {record}", malformed=True)
+            continue
+        if not isinstance(record, dict):
+            yield Skipped(number, f"not a JSON object but {type(record).__name__}", malformed=True)
+            continue
+        role_key, role_value = _first(record, ROLE_KEYS)
+        if role_key is None:
+            yield Skipped(number, f"no role key ({', '.join(ROLE_KEYS)})", malformed=True)
+            continue
+        role = _role(role_value)
+        if role is None:
+            yield Skipped(number, f"{role_key} {role_value!r} is not a role name", malformed=True)
+            continue
+        counts = turn.left_out if turn is not None else pending
+        if role in OTHER_ROLES:
+            counts[role] += 1
+            continue
+        if role not in USER_ROLES and role not in ASSISTANT_ROLES:
+            yield Skipped(number, f"unknown role {role_value!r}", malformed=True)
+            continue
+        time_key, time_value = _first(record, TIME_KEYS)
+        time = None
+        if time_value is not None:
+            try:
+                time = time_to_storage(time_value)
+            except BadTime as error:
+                yield Skipped(number, f"unreadable {time_key}: {error}", malformed=True)
+                continue
+        blocks: Counter = Counter()
+        _, content_value = _first(record, CONTENT_KEYS)
+        try:
+            text = _content(content_value, blocks)
+        except TypeError as error:
+            yield Skipped(number, f"bad content: {error}", malformed=True)
+            continue
+        if role in USER_ROLES:
+            if turn is not None:
+                yield turn.turn()
+            _, id_value = _first(record, ID_KEYS)
+            source_id = str(id_value) if isinstance(id_value, (str, int)) and not isinstance(id_value, bool) else None
+            turn = _Open(number, text, time, source_id, pending + blocks)
+            pending = Counter()
+        elif turn is None:
+            yield Skipped(number, "assistant message with no user message before it")
+        else:
+            turn.replies.append(text)
+            turn.left_out.update(blocks)
+            if turn.time is None:
+                turn.time = time
+    if turn is not None:
+        yield turn.turn()
