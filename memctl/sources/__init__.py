@@ -160,6 +160,8 @@ def detect_format(path: Path) -> str | None:
     suffix = path.suffix.lower()
     if name == ".aider.chat.history.md":
         return "aider"
+    if name.startswith(".aider."):  # Aider's input history and raw LLM log: not conversations
+        return None
     if suffix == ".jsonl":
         first = _first_record(path)
         if not isinstance(first, dict):
@@ -168,7 +170,11 @@ def detect_format(path: Path) -> str | None:
             return "facts"
         if name.startswith("rollout-") or ("payload" in first and "type" in first):
             return "codex"
-        if "sessionId" in first or "leafUuid" in first or "parentUuid" in first or first.get("type") == "summary":
+        if (
+            "sessionId" in first or "leafUuid" in first or "parentUuid" in first
+            or first.get("type") == "summary"
+            or (first.get("type") == "file-history-snapshot" and "snapshot" in first)  # newer sessions start so
+        ):
             return "claude-code"
         if any(k in first for k in ("role", "author", "speaker")):
             return "jsonl"

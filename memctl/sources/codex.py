@@ -1,0 +1,367 @@
+"""``codex``: OpenAI Codex CLI rollouts, ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``.
+
+Each line is ``{"timestamp", "type", "payload"}`` with type ``session_meta``,
+``response_item``, ``event_msg``, ``turn_context`` or ``compacted``. Older rollouts
+(before the wrapper, 2025) have a first line ``{"id", "timestamp", "instructions"}``
+followed by bare response items and ``{"record_type": "state"}`` markers, without
+per-line timestamps; both are read.
+
+**Which user messages are human turns.** Codex records what the human typed twice: a
+``response_item`` message with role ``user`` and an ``event_msg`` ``user_message``.
+It also injects context as role ``user`` messages (``<environment_context>``,
+``# AGENTS.md instructions…``, ``<user_instructions>``, ``<turn_aborted>``…), which
+have no ``user_message`` event. So:
+
+- in a file that has ``user_message`` events, each event (kind ``plain`` when a kind is
+  given) is one human turn; the role-``user`` item beside it is the same turn, not a
+  second one (it is matched by equal text, else it is the last unmatched role-``user``
+  item before the event), and every other role-``user`` item is skipped as injected
+  context;
+- in a file without them (old rollouts), each role-``user`` item is a human turn unless
+  its text starts with one of Codex's context markers.
+
+Role-``user`` items are held until that is decided: until the next ``user_message``
+event, the next output of the model, or the end of the file. Only one turn and those few
+held items are in memory at a time; the file is streamed.
+
+**Time.** A turn's time is its user record's own ``timestamp`` (source ``record``); the
+file name is local time and is never used. A record without a timestamp takes the
+latest timestamp of the records before it, or the session start of ``session_meta``
+(source ``session``): both are the last known instant before the message was written,
+since a rollout is appended in order. A turn with no earlier time at all takes the first
+timestamp written after it, while the turn is open; else it has none and ``parse``
+applies ``--reference-time`` / ``--from-mtime``.
+
+**What is left out.** Reasoning (``thinking``), tool calls (``tool_use``), tool output
+(``tool_result``) and images (``image``) are counted per turn, not put in the text. The
+``event_msg`` copies of the assistant's messages and reasoning are ignored (the
+``response_item`` ones are used). ``compacted`` lines restate earlier turns at a later
+time and are skipped as "compaction summary".
+
+``source_id`` and ``identity`` are ``"<session id>:<line number of the user message>"``
+(the event's line when there is one): a resumed Codex session appends to its own file,
+so the same turn keeps its line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memctl import times
+from memctl.sources import BadLine, IngestOptions, Skipped, Turn, read_jsonl
+
+COMPACTION = "compaction summary"
+INJECTED = "context injected as a user message, not typed by the user"
+EMPTY = "empty user turn"
+
+# Codex's markers for context it sends as a role-user message (codex-rs "session prefix"
+# and contextual fragments); compared case-insensitively with the start of the text.
+_INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# agents.md instructions for",
+    "<instructions>",
+    "<developer_instructions>",
+    "<permissions instructions>",
+    "<turn_aborted>",
+    "<user_shell_command>",
+    "<skill>",
+    "<subagent_notification>",
+    "<collaboration_mode>",
+    "<realtime_conversation>",
+    "<personality_spec>",
+    "<tool_context>",
+    "<reasoning_context>",
+    "<pinned_notes>",
+    "<agent_message_board_notification>",
+    "<recommended_plugins>",
+)
+# IDE extensions send their context first and the request after this heading.
+_REQUEST_HEADING = "## My request for Codex:"
+_IMAGE_TAG = re.compile(r"^\s*</?image\b[^>]*>\s*$", re.I)
+_SESSION_IN_NAME = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$", re.I)
+
+# response_item types produced by the model: left out of the text, counted, and a sign
+# that the user's part of the turn is over.
+_MODEL_OUTPUT = {
+    "reasoning": "thinking",
+    "function_call": "tool_use",
+    "custom_tool_call": "tool_use",
+    "local_shell_call": "tool_use",
+    "web_search_call": "tool_use",
+    "tool_search_call": "tool_use",
+    "image_generation_call": "tool_use",
+}
+_TOOL_RESULTS = {
+    "function_call_output": "tool_result",
+    "custom_tool_call_output": "tool_result",
+    "local_shell_call_output": "tool_result",
+    "tool_search_output": "tool_result",
+}
+_COMPACTION_ITEMS = {"compaction", "compaction_summary"}
+_INTERNAL_ITEMS = {"ghost_snapshot", "other"}
+
+
+class _Bad(ValueError):
+    """A record whose fields have the wrong types; the message is the skip reason."""
+
+
+@dataclass
+class _Held:
+    """A role-user item waiting to be told apart: human turn, twin of an event, or context."""
+
+    line: int
+    text: str
+    time: str | None
+    source: str  # "record" or "session"
+    attached: dict[str, int]  # images and files pasted with the message
+
+
+@dataclass
+class _Open:
+    """The turn being read."""
+
+    turn: Turn
+    parts: list[str] = field(default_factory=list)
+    from_event: bool = False
+    twin_seen: bool = False  # an event turn whose role-user item has been matched
+    answered: bool = False  # the model has said or done something since
+
+
+def _is_injected(text: str) -> bool:
+    return text.lstrip().lower().startswith(_INJECTED_PREFIXES)
+
+
+def _typed_part(text: str) -> str:
+    if _REQUEST_HEADING in text:
+        return text.split(_REQUEST_HEADING, 1)[1]
+    return text
+
+
+def _content(content: object) -> tuple[str, int, int]:
+    """(text, images, files) of a message's content: a string or a list of parts."""
+    if isinstance(content, str):
+        return content, 0, 0
+    if not isinstance(content, list):
+        raise _Bad("message content is neither text nor a list of parts")
+    texts: list[str] = []
+    images = files = 0
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            raise _Bad("message content part is not an object")
+        kind = part.get("type")
+        if kind in ("input_text", "output_text", "text"):
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise _Bad("message text is not a string")
+            if not _IMAGE_TAG.match(text):  # the <image> </image> wrappers around a pasted image
+                texts.append(text)
+        elif kind in ("input_image", "output_image", "image"):
+            images += 1
+        elif kind == "input_file":
+            files += 1
+    return "\n".join(t for t in texts if t.strip()), images, files
+
+
+def _session_from_name(path: Path) -> str:
+    found = _SESSION_IN_NAME.search(path.name)
+    return found.group(1) if found else path.stem
+
+
+def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
+    session_id = _session_from_name(path)
+    meta_seen = False
+    last_time: str | None = None  # the latest record time so far (or the session start)
+    events_seen = False  # the file records human turns as user_message events
+    held: list[_Held] = []
+    current: _Open | None = None
+
+    def start(position: int, text: str, time: str | None, source: str, attached: dict[str, int]) -> _Open:
+        turn = Turn(position=position, user=text, time=time, time_source=source,
+                    source_id=f"{session_id}:{position}", identity=f"{session_id}:{position}",
+                    left_out={k: n for k, n in attached.items() if n})
+        return _Open(turn)
+
+    def flush() -> Iterator[Turn | Skipped]:
+        nonlocal current
+        if current is not None:
+            turn = current.turn
+            if not turn.user.strip():
+                yield Skipped(turn.position, EMPTY)
+            else:
+                turn.assistant = "\n\n".join(current.parts)
+                yield turn
+        current = None
+
+    def release(at_end: bool = False) -> Iterator[Turn | Skipped]:
+        """The model has answered (or the file ended): decide what the held items were."""
+        nonlocal current
+        items = held[:]
+        held.clear()
+        for item in items:
+            if events_seen:
+                yield Skipped(item.line, INJECTED)
+                continue
+            yield from flush()
+            time, source = (item.time, item.source) if item.time else (last_time, "session")
+            current = start(item.line, item.text, time, source, item.attached)
+        if not at_end and current is not None:
+            current.answered = True
+
+    def count(kind: str, n: int = 1) -> None:
+        if current is not None and n:
+            current.turn.left_out[kind] = current.turn.left_out.get(kind, 0) + n
+
+    for line_no, _raw, value in read_jsonl(path, strict=False):
+        if isinstance(value, BadLine):
+            yield Skipped(line_no, "not valid JSON", malformed=True)
+            continue
+        if not isinstance(value, dict):
+            yield Skipped(line_no, "not a JSON object", malformed=True)
+            continue
+
+        stamp: str | None = None
+        bad_time = False
+        raw_time = value.get("timestamp")
+        if raw_time is not None:
+            try:
+                stamp = times.normalize_instant(raw_time, what="timestamp")
+            except times.BadInstant:
+                bad_time = True
+
+        # What kind of line: the wrapper, or the old bare forms.
+        if isinstance(value.get("type"), str) and "payload" in value:
+            kind, payload = value["type"], value["payload"]
+        elif "record_type" in value:
+            continue
+        elif isinstance(value.get("type"), str):
+            kind, payload = "response_item", value
+        elif "id" in value and "timestamp" in value:
+            kind, payload = "session_meta", value
+        else:
+            continue
+
+        if kind == "session_meta":
+            if isinstance(payload, dict) and not meta_seen:
+                meta_seen = True
+                if isinstance(payload.get("id"), str) and payload["id"]:
+                    session_id = payload["id"]
+                try:
+                    started = times.normalize_instant(payload.get("timestamp"), what="session start")
+                except times.BadInstant:
+                    started = None
+                last_time = last_time or started or stamp
+            if stamp:
+                last_time = stamp
+            continue
+
+        if stamp:
+            if current is not None and current.turn.time is None:
+                current.turn.time, current.turn.time_source = stamp, "session"
+            last_time = stamp
+
+        if kind == "compacted":
+            yield Skipped(line_no, COMPACTION)
+            continue
+        if kind not in ("response_item", "event_msg"):
+            continue  # turn_context and anything newer: no conversation in it
+        if not isinstance(payload, dict):
+            yield Skipped(line_no, "payload is not an object", malformed=True)
+            continue
+        item_type = payload.get("type")
+
+        if kind == "event_msg":
+            if item_type != "user_message":
+                continue  # copies of response items, token counts, task markers...
+            message = payload.get("message")
+            msg_kind = payload.get("kind")
+            events_seen = True
+            if isinstance(message, str) and (msg_kind not in (None, "plain") or _is_injected(message)):
+                yield Skipped(line_no, INJECTED)
+                continue
+            text = _typed_part(message) if isinstance(message, str) else ""
+            twin = next((h for h in reversed(held) if h.text.strip() == text.strip()), None)
+            if twin is None and held:
+                twin = held[-1]
+            for item in held:
+                if item is not twin:
+                    yield Skipped(item.line, INJECTED)
+            held.clear()
+            yield from flush()
+            if not isinstance(message, str) or bad_time:
+                # a human turn we cannot read (nor its twin): its replies must not land in the turn before
+                reason = "user_message without text" if not isinstance(message, str) else "bad timestamp"
+                yield Skipped(line_no, reason, malformed=True)
+                continue
+            images = sum(len(payload[k]) for k in ("images", "local_images") if isinstance(payload.get(k), list))
+            attached = dict(twin.attached) if twin is not None else {}
+            attached["image"] = max(images, attached.get("image", 0))  # the same images, counted once
+            if stamp:
+                time, source = stamp, "record"
+            elif twin is not None and twin.time:
+                time, source = twin.time, twin.source
+            else:
+                time, source = last_time, "session"
+            current = start(line_no, text, time, source, attached)
+            current.from_event = True
+            current.twin_seen = twin is not None
+            continue
+
+        # response_item
+        if item_type == "message":
+            role = payload.get("role")
+            if role == "user":
+                try:
+                    text, images, files = _content(payload.get("content"))
+                except _Bad as error:
+                    yield Skipped(line_no, str(error), malformed=True)
+                    continue
+                text = _typed_part(text)
+                if (current is not None and current.from_event and not current.twin_seen
+                        and not current.answered and text.strip() == current.turn.user.strip()):
+                    current.twin_seen = True  # the event came first this time
+                    continue
+                if _is_injected(text):
+                    yield Skipped(line_no, INJECTED)
+                    continue
+                if bad_time:
+                    yield Skipped(line_no, "bad timestamp", malformed=True)
+                    continue
+                time, source = (stamp, "record") if stamp else (last_time, "session")
+                held.append(_Held(line_no, text, time, source, {"image": images, "file": files}))
+                continue
+            if role == "assistant":
+                try:
+                    text, images, _files = _content(payload.get("content"))
+                except _Bad as error:
+                    yield Skipped(line_no, str(error), malformed=True)
+                    continue
+                yield from release()
+                if current is not None:
+                    if text.strip():
+                        current.parts.append(text.strip())
+                    count("image", images)
+                continue
+            continue  # developer / system instructions: not part of an exchange
+        if item_type in _COMPACTION_ITEMS:
+            yield Skipped(line_no, COMPACTION)
+            continue
+        if item_type in _MODEL_OUTPUT:
+            yield from release()
+            count(_MODEL_OUTPUT[item_type])
+            continue
+        if item_type in _TOOL_RESULTS:
+            count(_TOOL_RESULTS[item_type])
+            continue
+        if item_type in _INTERNAL_ITEMS or not isinstance(item_type, str):
+            continue
+        count(item_type)  # a kind of item this reader does not know: left out, but said so
+
+    yield from release(at_end=True)
+    yield from flush()

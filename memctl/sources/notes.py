@@ -1,0 +1,103 @@
+"""``text`` / ``markdown``: a note file is one episode.
+
+The episode is the note's text (the "user" side; no reply), position 1, with any YAML
+front matter (``---`` on the first line up to the next ``---`` or ``...``) removed.
+
+Its time, first that works:
+
+1. ``date:`` in the front matter, then ``created:`` (top-level keys, any case; quotes
+   and a trailing ``# comment`` are dropped). Only that key is read, without a YAML
+   library. The value is ISO-8601 read like every memctl input: a bare date is 00:00 UTC,
+   a naive datetime is UTC, an offset is honoured.
+2. A date in the file name: ``2024-03-05-standup.md``, ``notes_20240305.txt``,
+   ``2024_03_05.md``, ``2024.03.05.txt`` (the same separator twice, or none; not part of a
+   longer run of digits; years 1900–2099), as 00:00 UTC that day.
+3. None: ``--reference-time`` or ``--from-mtime`` apply, else the file is refused.
+
+Both 1 and 2 are the note's own record (time source ``record``). A value that is not a
+real date (``2024-02-31``, ``last tuesday``) is not a date: the next rule is tried.
+
+The file is read once, as UTF-8 (undecodable bytes replaced); ``parse`` cuts the episode
+to ``MAX_EPISODE_CHARS``. (Aider's own logs end in ``.md`` too; detection leaves them
+out, see ``memctl.sources.detect_format``.)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+from memctl import times
+from memctl.sources import IngestOptions, Skipped, Turn
+
+FRONT_MATTER_KEYS = ("date", "created")
+FRONT_MATTER_MAX_LINES = 200  # an opening "---" not closed by then is not front matter
+
+_KEY = re.compile(r"^([A-Za-z_]+)\s*:(.*)$")
+_NAME_DATE = re.compile(r"(?<!\d)(\d{4})([-_.]?)(\d{2})\2(\d{2})(?!\d)")
+
+EMPTY = "empty note"
+
+
+def _scalar(raw: str) -> str:
+    value = raw.strip()
+    if value[:1] in ("'", '"'):
+        end = value.find(value[0], 1)
+        return value[1:end] if end > 0 else value[1:]
+    return re.split(r"\s+#", value, maxsplit=1)[0].strip()
+
+
+def front_matter_time(lines: list[str]) -> str | None:
+    """Storage form of the front matter's ``date:`` (else ``created:``); None if neither is a date."""
+    found: dict[str, str] = {}
+    for line in lines:
+        match = _KEY.match(line)
+        if match:
+            found.setdefault(match.group(1).lower(), match.group(2))
+    for key in FRONT_MATTER_KEYS:
+        if key in found:
+            try:
+                return times.normalize_instant(_scalar(found[key]), what=key)
+            except times.BadInstant:
+                continue
+    return None
+
+
+def name_time(name: str) -> str | None:
+    """Storage form (00:00 UTC) of the first real date in a file name; None if there is none."""
+    for match in _NAME_DATE.finditer(name):
+        year, month, day = int(match.group(1)), int(match.group(3)), int(match.group(4))
+        if not 1900 <= year <= 2099:
+            continue
+        try:
+            return f"{date(year, month, day).isoformat()}T00:00:00.000000Z"
+        except ValueError:  # 2024-02-31
+            continue
+    return None
+
+
+def read_note(path: Path) -> tuple[list[str], str]:
+    """(front matter lines, text without them), reading the file once."""
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
+        first = handle.readline()
+        if first.rstrip() != "---":
+            return [], first + handle.read()
+        front: list[str] = []
+        for line in handle:
+            if line.rstrip() in ("---", "..."):
+                return front, handle.read()
+            front.append(line)
+            if len(front) >= FRONT_MATTER_MAX_LINES:
+                break
+        return [], first + "".join(front) + handle.read()
+
+
+def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
+    front, text = read_note(path)
+    if not text.strip():
+        yield Skipped(1, EMPTY)
+        return
+    time = front_matter_time(front) or name_time(path.name)
+    yield Turn(position=1, user=text, time=time, time_source="record")
