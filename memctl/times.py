@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from decimal import Decimal, InvalidOperation
 
 from dateutil.parser import isoparse
 
@@ -22,6 +23,7 @@ _MONTH = re.compile(r"^\d{4}-\d{2}$")
 _DAY = re.compile(r"^\d{4}-?\d{2}-?\d{2}$")
 
 PRECISIONS = ("instant", "day", "month", "year")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class BadInstant(ValueError):
@@ -98,6 +100,51 @@ def after(stored: str, micros: int = 1) -> str:
 
 def epoch_to_storage(seconds: float) -> str:
     return to_storage(datetime.fromtimestamp(seconds, tz=timezone.utc))
+
+
+# Epoch magnitude -> unit. Seconds from 1e8 (1973-03-03) up to 1e11 (year 5138);
+# milliseconds up to 1e14; microseconds up to 1e17; nanoseconds up to 1e20. Each unit's
+# range starts where the previous one's would reach 5138, so every value in it is after
+# 1973-03-03: a millisecond time below 1e11 would be before that, not a chat log. Below
+# 1e8 a number is a counter or a bug, not a time, and is refused.
+EPOCH_MIN = 1e8
+EPOCH_UNITS = ((1e11, 1, "seconds"), (1e14, 1_000, "milliseconds"), (1e17, 1_000_000, "microseconds"),
+               (1e20, 1_000_000_000, "nanoseconds"))
+
+
+def epoch_unit(value: float | int) -> tuple[int, str]:
+    """(divisor to seconds, unit name) for an epoch number, by its magnitude."""
+    for limit, divisor, name in EPOCH_UNITS:
+        if abs(value) < limit:
+            return divisor, name
+    raise BadInstant(f"epoch time {value!r} is too large for seconds, milliseconds, microseconds or nanoseconds")
+
+
+def epoch_number_to_storage(value: float | int | str) -> str:
+    """Storage form of an epoch number in s, ms, µs or ns (told apart by magnitude), exactly.
+
+    Pure: no clock. Integers are converted without floating-point rounding; floats to the
+    nearest microsecond. Numbers below 1e8, zero, negatives, NaN, infinities and booleans
+    are refused (``BadInstant``): a zero time is a missing value, not 1970.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise BadInstant(f"time {value!r} is not a number or a string")
+    try:
+        number = Decimal(value.strip()) if isinstance(value, str) else Decimal(repr(value) if isinstance(value, float) else value)
+    except InvalidOperation:
+        raise BadInstant(f"time {value!r} is not a number") from None
+    if not number.is_finite():
+        raise BadInstant(f"time {value!r} is not a finite number")
+    if number <= 0:
+        raise BadInstant(f"epoch time {value!r} is not after 1970-01-01")
+    if number < EPOCH_MIN:
+        raise BadInstant(f"number {value!r} is too small to be an epoch time (seconds before 1973)")
+    divisor, _ = epoch_unit(float(number))
+    micros = int((number * 1_000_000 / divisor).to_integral_value())
+    try:
+        return to_storage(_EPOCH + timedelta(microseconds=micros))
+    except OverflowError:
+        raise BadInstant(f"epoch time {value!r} is out of range") from None
 
 
 def valid_at_instant(valid_at: str | None, invalid_at: str | None, instant: str) -> bool:

@@ -12,6 +12,7 @@ import pytest
 
 from memctl.errors import MemctlError
 from memctl.model import Episode
+from memctl import times
 from memctl.sources import MAX_EPISODE_CHARS, NO_TIME, IngestOptions, Skipped, detect_format, parse
 from memctl.sources import aider, chat_jsonl, notes
 from tests.conftest import REALDATA, needs_realdata, write_jsonl
@@ -237,13 +238,13 @@ def test_aider_side_files_are_not_chats():
     ],
 )
 def test_epoch_units_by_magnitude(value, expected):
-    assert chat_jsonl.epoch_to_storage(value) == expected
+    assert times.epoch_number_to_storage(value) == expected
 
 
 @pytest.mark.parametrize("value", [0, -1714572202, 2024, 99_999_999, True, float("nan"), float("inf"), 1e20, "12ab", None])
 def test_epoch_refuses_what_is_not_a_time(value):
-    with pytest.raises(chat_jsonl.BadTime):
-        chat_jsonl.epoch_to_storage(value)
+    with pytest.raises(times.BadInstant):
+        times.epoch_number_to_storage(value)
 
 
 @pytest.mark.parametrize(
@@ -266,7 +267,7 @@ def test_record_time_values(value, expected):
     "value", ["2024-02-31T10:00:00Z", "yesterday", "", "0001-01-01T00:30:00+01:00", [2024], {"t": 1}, False]
 )
 def test_record_time_refused_names_the_value(value):
-    with pytest.raises(chat_jsonl.BadTime, match=re.escape(repr(value))):
+    with pytest.raises(times.BadInstant, match=re.escape(repr(value))):
         chat_jsonl.time_to_storage(value)
 
 

@@ -13,7 +13,7 @@ Keys are found by what they usually mean, first match wins:
   object with ``parts``/``text``/``content``.
 * time: ``timestamp``, ``time``, ``created_at``, ``create_time``, ``date``, ``ts``: an
   ISO-8601 string (a naive one is UTC, as everywhere in memctl), or epoch seconds /
-  milliseconds / microseconds / nanoseconds, told apart by magnitude (``epoch_to_storage``
+  milliseconds / microseconds / nanoseconds, told apart by magnitude (``memctl.times.epoch_number_to_storage``
   below), as a number or a string of 9+ digits (shorter digit strings are ISO years and
   basic dates: ``2024``, ``20240501``). A number below 1e8 is refused, not read as 1970.
 
@@ -34,8 +34,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
-from decimal import Decimal, InvalidOperation
+from datetime import datetime, timezone
 from pathlib import Path
 
 from memctl import times
@@ -51,59 +50,9 @@ ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model", "gpt"})
 OTHER_ROLES = frozenset({"system", "tool", "function", "developer"})  # left out, counted
 TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # A string of digits with at least 9 before any point is an epoch number; shorter ones
 # ("2024", "20240501") are ISO-8601 years and basic dates.
 _EPOCH_STRING = re.compile(r"^\d{9,}(\.\d*)?$")
-
-# Epoch magnitude -> unit. Seconds from 1e8 (1973-03-03) up to 1e11 (year 5138);
-# milliseconds up to 1e14; microseconds up to 1e17; nanoseconds up to 1e20. Each unit's
-# range starts where the previous one's would reach 5138, so every value in it is after
-# 1973-03-03: a millisecond time below 1e11 would be before that, not a chat log. Below
-# 1e8 a number is a counter or a bug, not a time, and is refused.
-EPOCH_MIN = 1e8
-EPOCH_UNITS = ((1e11, 1, "seconds"), (1e14, 1_000, "milliseconds"), (1e17, 1_000_000, "microseconds"),
-               (1e20, 1_000_000_000, "nanoseconds"))
-
-
-class BadTime(ValueError):
-    """A time value that is not an instant; the message names the value."""
-
-
-def epoch_unit(value: float | int) -> tuple[int, str]:
-    """(divisor to seconds, unit name) for an epoch number, by its magnitude."""
-    for limit, divisor, name in EPOCH_UNITS:
-        if abs(value) < limit:
-            return divisor, name
-    raise BadTime(f"epoch time {value!r} is too large for seconds, milliseconds, microseconds or nanoseconds")
-
-
-def epoch_to_storage(value: float | int | str) -> str:
-    """Storage form of an epoch number in s, ms, µs or ns (told apart by magnitude), exactly.
-
-    Pure: no clock. Integers are converted without floating-point rounding; floats to the
-    nearest microsecond. Numbers below 1e8, zero, negatives, NaN, infinities and booleans
-    are refused (``BadTime``): a zero time is a missing value, not 1970.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise BadTime(f"time {value!r} is not a number or a string")
-    try:
-        number = Decimal(value.strip()) if isinstance(value, str) else Decimal(repr(value) if isinstance(value, float) else value)
-    except InvalidOperation:
-        raise BadTime(f"time {value!r} is not a number") from None
-    if not number.is_finite():
-        raise BadTime(f"time {value!r} is not a finite number")
-    if number <= 0:
-        raise BadTime(f"epoch time {value!r} is not after 1970-01-01")
-    if number < EPOCH_MIN:
-        raise BadTime(f"number {value!r} is too small to be an epoch time (seconds before 1973)")
-    divisor, _ = epoch_unit(float(number))
-    micros = int((number * 1_000_000 / divisor).to_integral_value())
-    try:
-        return times.to_storage(_EPOCH + timedelta(microseconds=micros))
-    except OverflowError:
-        raise BadTime(f"epoch time {value!r} is out of range") from None
-
 
 def _iso_to_storage(text: str) -> str:
     """ISO-8601 as memctl reads it (naive is UTC); the stdlib parser first, as it is 5x faster."""
@@ -115,22 +64,22 @@ def _iso_to_storage(text: str) -> str:
 
 
 def time_to_storage(value: object) -> str:
-    """Storage form of a record's time value: ISO-8601 string or epoch number; BadTime if neither."""
+    """Storage form of a record's time value: ISO-8601 string or epoch number; times.BadInstant if neither."""
     if isinstance(value, bool):
-        raise BadTime(f"time {value!r} is not a date")
+        raise times.BadInstant(f"time {value!r} is not a date")
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
-            raise BadTime(f"time {value!r} is not a finite number")
-        return epoch_to_storage(value)
+            raise times.BadInstant(f"time {value!r} is not a finite number")
+        return times.epoch_number_to_storage(value)
     if isinstance(value, str):
         text = value.strip()
         if _EPOCH_STRING.match(text):
-            return epoch_to_storage(text)
+            return times.epoch_number_to_storage(text)
         try:
             return _iso_to_storage(text)
         except (times.BadInstant, OverflowError):
-            raise BadTime(f"time {value!r} is not an ISO-8601 date or an epoch number") from None
-    raise BadTime(f"time {value!r} is not a date")
+            raise times.BadInstant(f"time {value!r} is not an ISO-8601 date or an epoch number") from None
+    raise times.BadInstant(f"time {value!r} is not a date")
 
 
 def _first(record: dict, keys: tuple[str, ...]) -> tuple[str | None, object]:
@@ -230,8 +179,8 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
         try:
             time = None if time_value is None else time_to_storage(time_value)
             text = _content(content_value, blocks)
-        except (BadTime, TypeError) as error:
-            what = f"unreadable {time_key}" if isinstance(error, BadTime) else "bad content"
+        except (times.BadInstant, TypeError) as error:
+            what = f"unreadable {time_key}" if isinstance(error, times.BadInstant) else "bad content"
             yield Skipped(number, f"{what}: {error}", malformed=True)
             if role in USER_ROLES and turn is not None:
                 # the replies that follow answer the skipped message, not the previous one

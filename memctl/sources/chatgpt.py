@@ -40,7 +40,6 @@ Claude.ai export (``claude_ai``), which has the same shape of problem.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -86,8 +85,8 @@ class Malformed(ValueError):
 def instant(value: object) -> str | None:
     """A record's time in storage form; None when absent (null, empty, zero or negative).
 
-    Epoch numbers: seconds below 1e11, milliseconds below 1e14, microseconds above
-    (1e11 s is the year 5138, 1e14 ms the year 5138 again). Strings: an ISO instant, or
+    Epoch numbers in s, ms, µs or ns by magnitude (``memctl.times.epoch_number_to_storage``).
+    Strings: an ISO instant, or
     an epoch number written as a string. Raises Malformed for anything else.
     """
     if value is None:
@@ -97,26 +96,19 @@ def instant(value: object) -> str | None:
         if not text:
             return None
         if _EPOCH_STRING.match(text):
-            return instant(float(text))
+            return instant(text if float(text) > 0 else 0)
         try:
             return times.normalize_instant(text)
         except times.BadInstant:
             raise Malformed(f"{value!r} is not a time") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise Malformed(f"{value!r} is not a time")
-    seconds = float(value)
-    if not math.isfinite(seconds):
-        raise Malformed(f"{value!r} is not a time")
-    if seconds <= 0:
+    if isinstance(value, (int, float)) and value <= 0:
         return None
-    if seconds >= 1e14:
-        seconds /= 1e6
-    elif seconds >= 1e11:
-        seconds /= 1e3
     try:
-        return times.epoch_to_storage(seconds)
-    except (OverflowError, OSError, ValueError):
-        raise Malformed(f"{value!r} is out of range") from None
+        return times.epoch_number_to_storage(value)
+    except times.BadInstant as error:
+        raise Malformed(str(error)) from None
 
 
 def quiet_instant(value: object) -> str | None:
