@@ -95,22 +95,31 @@ def _day(stored: str | None) -> str:
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories to ingest.")],
-    format: Annotated[str, typer.Option("--format", help="Input format: auto or facts.")] = "auto",
+    format: Annotated[str, typer.Option("--format", help="auto (detected per file), or one of: facts, claude-code, "
+                                        "codex, chatgpt, claude-ai, gemini, aider, jsonl, text, markdown.")] = "auto",
     reference_time: Annotated[Optional[str], typer.Option("--reference-time", help="Time for records that carry none. " + TIME_HELP)] = None,
     from_mtime: Annotated[bool, typer.Option("--from-mtime", help="Date records that carry no time by their file's modification time.")] = False,
+    tz: Annotated[Optional[str], typer.Option("--tz", help="IANA zone of naive local times (Aider's); default: this machine's.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Ingest files into memory; running it again adds nothing new.
+    """Ingest session logs, exports, notes or structured facts; running it again adds nothing new.
 
-    Example: memctl ingest fixtures/team.facts.jsonl
+    Every episode is dated by its own record's time; files without one need
+    --reference-time or --from-mtime. Exit 1 when a file was refused or a line was
+    malformed (the rest is kept).
+    Example: memctl ingest ~/.claude/projects --from-mtime
     """
     from memctl.sources import IngestOptions
+    from memctl.sources.aider import zone
 
-    options = IngestOptions(format=format, reference_time=_instant(reference_time, "--reference-time"), from_mtime=from_mtime)
-    memory = _memory(must_exist=False)
+    zone(tz)  # an unknown zone is bad usage even when no Aider file is among the paths
+    options = IngestOptions(format=format, reference_time=_instant(reference_time, "--reference-time"),
+                            from_mtime=from_mtime, tz=tz)
     if dry_run:
-        rows = list(memory.preview(paths, options))
+        from memctl.memory import preview
+
+        rows = list(preview(paths, options))
         if as_json:
             for row in rows:
                 sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -120,7 +129,7 @@ def ingest(
                                 [[r["id"], f"{Path(r['source']).name}:{r['position']}", _day(r["reference_time"]),
                                   r["reference_time_source"], r["assertions"]] for r in rows]))
         return
-    report = _ingest_with_progress(memory, paths, options)
+    report = _ingest_with_progress(_memory(must_exist=False), paths, options)
     from dataclasses import asdict
 
     for line in report.malformed[:20] + report.refused:
@@ -168,6 +177,8 @@ def _ingest_table(report):
     rows += [[f"skipped: {reason}", count] for reason, count in sorted(report.skipped.items())]
     rows += [[f"left out of text: {kind}", count] for kind, count in sorted(report.left_out.items())]
     rows.append(["refused", len(report.refused)])
+    if report.aider_zone:
+        rows.append(["Aider times read in", report.aider_zone])
     rows.append(["time range", f"{_day(report.time_range[0])} → {_day(report.time_range[1])}"])
     rows.append(["operation", report.operation_id or "(nothing new)"])
     return _table("Ingest", ["", ""], rows)
@@ -342,7 +353,8 @@ def main() -> None:
     from typer.exceptions import TyperException
 
     try:
-        app(standalone_mode=False)
+        # Without standalone mode, typer.Exit(n) comes back as the return value.
+        code = app(standalone_mode=False)
     except MemctlError as error:
         typer.echo(f"memctl: error: {error}", err=True)
         sys.exit(error.exit_code)
@@ -362,3 +374,5 @@ def main() -> None:
             raise
         typer.echo(f"memctl: internal error: {type(error).__name__}: {error} (MEMCTL_DEBUG=1 shows the traceback)", err=True)
         sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)

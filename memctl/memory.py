@@ -51,6 +51,7 @@ class IngestReport:
     refused: list[str] = field(default_factory=list)  # files (or their turns) left out whole, and why
     redactions: int = 0
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted
+    aider_zone: str | None = None  # the zone Aider's naive local times were read in
     operation_id: str | None = None
     time_range: list[str | None] = field(default_factory=lambda: [None, None])
 
@@ -103,6 +104,8 @@ def read_sources(
         if fmt is None:
             continue
         report.formats[fmt] = report.formats.get(fmt, 0) + 1
+        if fmt == "aider":
+            report.aider_zone = options.tz or f"this machine's zone ({time.strftime('%Z')})"
         dated = undated = 0
         try:
             for item in parse(path, options, fmt):
@@ -117,6 +120,30 @@ def read_sources(
             continue
         if undated:
             report.refused.append(f"{path}: {undated} turn(s) with {NO_TIME}" + ("" if dated else " (the whole file)"))
+
+
+def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
+    """What ingest would store, one row per episode or skipped record, writing nothing."""
+    for path in files_under(paths):
+        fmt = format_of(path, options)
+        if fmt is None:
+            yield {"source": str(path), "position": None, "format": None, "reference_time": None,
+                   "reference_time_source": None, "chars": 0, "skipped_reason": "not a format memctl reads"}
+            continue
+        try:
+            for item in parse(path, options, fmt):
+                if isinstance(item, Skipped):
+                    yield {"source": str(path), "position": item.position, "format": fmt, "reference_time": None,
+                           "reference_time_source": None, "chars": 0, "skipped_reason": item.reason}
+                else:
+                    yield {"id": item.id, "source": item.source, "position": item.position, "format": fmt,
+                           "reference_time": item.reference_time,
+                           "reference_time_source": item.reference_time_source, "chars": len(item.content),
+                           "assertions": len(item.assertions), "redactions": item.redactions,
+                           "skipped_reason": None}
+        except FileRefused as error:
+            yield {"source": str(path), "position": None, "format": fmt, "reference_time": None,
+                   "reference_time_source": None, "chars": 0, "skipped_reason": str(error)}
 
 
 class _DryRun(Exception):
@@ -177,29 +204,6 @@ class Memory:
         command = {"paths": [str(p) for p in paths], **asdict(options)}
         return self.ingest_episodes(read_sources(paths, options, report, on_file), command=command,
                                     batch_size=batch_size, report=report)
-
-    def preview(self, paths: list[Path], options: IngestOptions) -> Iterator[dict]:
-        """What ingest would store, one row per episode or skipped record, writing nothing."""
-        for path in files_under(paths):
-            fmt = format_of(path, options)
-            if fmt is None:
-                yield {"source": str(path), "position": None, "format": None, "reference_time": None,
-                       "reference_time_source": None, "chars": 0, "skipped_reason": "not a format memctl reads"}
-                continue
-            try:
-                for item in parse(path, options, fmt):
-                    if isinstance(item, Skipped):
-                        yield {"source": str(path), "position": item.position, "format": fmt, "reference_time": None,
-                               "reference_time_source": None, "chars": 0, "skipped_reason": item.reason}
-                    else:
-                        yield {"id": item.id, "source": item.source, "position": item.position, "format": fmt,
-                               "reference_time": item.reference_time,
-                               "reference_time_source": item.reference_time_source, "chars": len(item.content),
-                               "assertions": len(item.assertions), "redactions": item.redactions,
-                               "skipped_reason": None}
-            except FileRefused as error:
-                yield {"source": str(path), "position": None, "format": fmt, "reference_time": None,
-                       "reference_time_source": None, "chars": 0, "skipped_reason": str(error)}
 
     def ingest_episodes(
         self, episodes: Iterable[Episode], *, command: dict | None = None, batch_size: int = BATCH_EPISODES,

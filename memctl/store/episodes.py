@@ -63,6 +63,13 @@ def sort_new(db: Database, episodes: list[Episode]) -> Added:
         else:
             result.to_store.append(episode)
             (result.reactivated if episode_id in status else result.added).append(episode_id)
+    # The same episode twice in one batch (a resumed session read with its original)
+    # is stored once; the repeats are already present, as they would be a batch later.
+    seen: set[str] = set()
+    for episode in episodes:
+        if episode.id in seen:
+            result.already_present.append(episode.id)
+        seen.add(episode.id)
     return result
 
 
