@@ -1,6 +1,7 @@
 """Benchmark memctl through its library API: ingest, recall, recall --as-of, undo.
 
     python scripts/bench.py [--assertions 100000] [--entities 10000] [--seed 0] [--db PATH]
+    python scripts/bench.py --parse [--parse-mb 200]     # parsing only: MB/s and peak memory
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -14,8 +15,10 @@ import argparse
 import json
 import os
 import random
+import re
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,13 +126,67 @@ def timed(call) -> float:
     return time.perf_counter() - began
 
 
+REALDATA_CLAUDE = Path(__file__).resolve().parents[1].parent / "shared/realdata/daaain-claude-code-log/real_projects"
+
+
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def parse_child(path: Path) -> None:
+    """Parse one file in this (fresh) process; print MB/s and peak RSS as JSON."""
+    import resource
+
+    from memctl.sources import IngestOptions, Skipped, parse
+
+    began = time.perf_counter()
+    episodes = skipped = 0
+    for item in parse(path, IngestOptions(), "claude-code"):
+        skipped += isinstance(item, Skipped)
+        episodes += not isinstance(item, Skipped)
+    seconds = time.perf_counter() - began
+    megabytes = path.stat().st_size / 1e6
+    print(json.dumps({"mb": round(megabytes, 1), "mb_per_s": round(megabytes / seconds, 1), "episodes": episodes,
+                      "skipped": skipped, "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+
+
+def parse_benchmark(total_mb: int) -> dict:
+    """The real Claude Code sample, repeated to ``total_mb`` and to a tenth of it, parsed
+    in fresh processes: throughput, and peak memory that must not grow with the file."""
+    sample = b"".join(p.read_bytes() for p in sorted(REALDATA_CLAUDE.rglob("*.jsonl")))
+    sample = b"\n".join(line for line in sample.splitlines() if line.strip()) + b"\n"
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="memctl-parse-") as tmp:
+        for label, megabytes in (("small", max(1, total_mb // 10)), ("large", total_mb)):
+            path = Path(tmp) / f"{label}.jsonl"
+            with open(path, "wb") as handle:
+                for copy in range(max(1, int(megabytes * 1e6 // len(sample)))):
+                    # every copy a distinct session: otherwise repeated uuids are dropped
+                    # early as a resumed session's repeats, and parsing looks faster than it is
+                    handle.write(_UUID.sub(lambda m, c=copy: m.group(0)[:-6] + b"%06x" % c, sample))
+            log(f"parsing {path.stat().st_size / 1e6:.0f} MB of Claude Code log")
+            child = subprocess.run([sys.executable, __file__, "--parse-child", str(path)],
+                                   capture_output=True, text=True, check=True)
+            results[label] = json.loads(child.stdout)
+    return {"parse_mb_per_s": results["large"]["mb_per_s"], "parse": results,
+            "parse_targets": {"mb_per_s_min": 20, "peak_rss": "independent of file size"}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parse", action="store_true", help="only the parse benchmark (real Claude Code sample)")
+    parser.add_argument("--parse-mb", type=int, default=200, help="size of the parse benchmark's large file")
+    parser.add_argument("--parse-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--db", type=Path, help="keep the database here (must not exist yet)")
     args = parser.parse_args()
+    if args.parse_child:
+        parse_child(args.parse_child)
+        return
+    if args.parse:
+        print(json.dumps(parse_benchmark(args.parse_mb)))
+        return
     if args.db is not None and args.db.exists():
         parser.error(f"{args.db} already exists; the benchmark needs a fresh database")
     rng = random.Random(args.seed)
