@@ -153,13 +153,14 @@ def _ingest_with_progress(memory, paths: list[Path], options):
     from memctl.sources import files_under
 
     total = len(files_under(paths))
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[name]}"), transient=True, console=_console_err()) as progress:
-        task = progress.add_task("ingesting", total=total, name="")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("files,"),
+                  TextColumn("{task.fields[episodes]} episodes  {task.fields[name]}"), transient=True,
+                  console=_console_err()) as progress:
+        task = progress.add_task("ingesting", total=total, name="", episodes=0)
         started = iter(range(total + 1))
 
-        def on_file(path: Path) -> None:
-            progress.update(task, completed=next(started), name=path.name)
+        def on_file(path: Path, episodes: int) -> None:
+            progress.update(task, completed=next(started), name=path.name, episodes=episodes)
 
         report = memory.ingest(paths, options, on_file=on_file)
         progress.update(task, completed=total)

@@ -76,7 +76,8 @@ class IngestReport:
 
 
 def read_sources(
-    paths: list[Path], options: IngestOptions, report: IngestReport, on_file: Callable[[Path], None] | None = None
+    paths: list[Path], options: IngestOptions, report: IngestReport,
+    on_file: Callable[[Path, int], None] | None = None,
 ) -> Iterator[Episode]:
     """Every episode of every file, streaming; what was skipped or refused goes in ``report``.
 
@@ -98,9 +99,10 @@ def read_sources(
         elif fmt == "facts":
             for _ in parse(path, options, fmt):
                 pass
+    episodes_read = 0
     for path, fmt in files:
         if on_file is not None:
-            on_file(path)
+            on_file(path, episodes_read)
         if fmt is None:
             continue
         report.formats[fmt] = report.formats.get(fmt, 0) + 1
@@ -114,6 +116,7 @@ def read_sources(
                     undated += item.reason == NO_TIME
                     continue
                 dated += 1
+                episodes_read += 1
                 yield item
         except FileRefused as error:
             report.refused.append(str(error))
@@ -198,7 +201,7 @@ class Memory:
         )
 
     def ingest(self, paths: list[Path], options: IngestOptions, *, batch_size: int = BATCH_EPISODES,
-               on_file: Callable[[Path], None] | None = None) -> IngestReport:
+               on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
         """Ingest files and directories; see ``read_sources`` for what is skipped or refused."""
         report = IngestReport()
         command = {"paths": [str(p) for p in paths], **asdict(options)}
