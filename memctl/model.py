@@ -84,6 +84,8 @@ class Episode:
     # the same identity, and so the same id: it is stored once.
     identity: str | None = None
     redactions: int = 0  # secrets replaced in content before it was stored
+    extraction: str = "structured"  # structured | done | failed | pending (see schema 0002)
+    extraction_error: str | None = None
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images...
 
     @cached_property

@@ -52,7 +52,7 @@ CREATE TABLE episodes (
             status TEXT NOT NULL,          -- active | undone
             created_at TEXT NOT NULL,      -- transaction time it was (last) ingested
             operation_id TEXT REFERENCES operations(id)
-        );
+        , extraction TEXT NOT NULL DEFAULT 'structured', extraction_error TEXT);
 CREATE TABLE fact_provenance (
             fact_id INTEGER NOT NULL REFERENCES facts(id),
             assertion_id INTEGER NOT NULL REFERENCES assertions(id),
@@ -76,6 +76,11 @@ CREATE TABLE facts (
 CREATE VIRTUAL TABLE facts_fts USING fts5(
             fact, subject, predicate, object, tokenize = 'porter unicode61'
         );
+CREATE TABLE llm_cache (
+            key TEXT PRIMARY KEY,
+            response TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
 CREATE TABLE operations (
             id TEXT PRIMARY KEY,
             kind TEXT NOT NULL,            -- ingest | undo | rebuild | ...
@@ -89,6 +94,7 @@ CREATE TABLE operations (
 CREATE INDEX assertions_episode ON assertions(episode_id);
 CREATE INDEX assertions_object ON assertions(object_id);
 CREATE INDEX assertions_slot ON assertions(subject_id, predicate_key);
+CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');
 CREATE INDEX episodes_operation ON episodes(operation_id);
 CREATE INDEX episodes_source ON episodes(source, position);
 CREATE INDEX fact_provenance_assertion ON fact_provenance(assertion_id);

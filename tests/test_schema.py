@@ -26,10 +26,32 @@ def test_blank_schema_is_pinned(tmp_path):
 def test_migrations_apply_once_in_order_and_database_is_wal(tmp_path):
     path = tmp_path / "m.db"
     db = open_database(path)
-    assert [m.name for m in migrations.applied(db)] == ["0001_core"]
+    assert [m.name for m in migrations.applied(db)] == ["0001_core", "0002_extraction"]
     assert migrations.pending(db) == []
     db.conn.close()
     again = open_database(path)
-    assert [m.name for m in migrations.applied(again)] == ["0001_core"]
+    assert [m.name for m in migrations.applied(again)] == ["0001_core", "0002_extraction"]
     assert again.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert again.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+
+
+def test_an_existing_database_upgrades_and_keeps_its_data(tmp_path, cli):
+    """A user's file from before 0002 gains the new columns; its episodes stay, as structured."""
+    import sqlite3
+
+    from sqlite_utils import Database
+
+    path = tmp_path / "old.db"
+    old = Database(sqlite3.connect(path, isolation_level=None))
+    migrations.apply(old, stop_before="0002_extraction")
+    old.execute("INSERT INTO operations (id, kind, at, status) VALUES ('op_1', 'ingest', '2024-01-01T00:00:00.000000Z', 'done')")
+    old.execute(
+        "INSERT INTO episodes (id, source, position, format, content, content_hash, reference_time, "
+        "reference_time_source, status, created_at, operation_id) VALUES ('ep_1', 's', 1, 'facts', 'c', 'h', "
+        "'2024-01-01T00:00:00.000000Z', 'record', 'active', '2024-01-01T00:00:00.000000Z', 'op_1')"
+    )
+    old.conn.close()
+    upgraded = open_database(path)
+    assert [m.name for m in migrations.applied(upgraded)] == ["0001_core", "0002_extraction"]
+    assert upgraded.execute("SELECT id, extraction FROM episodes").fetchall() == [("ep_1", "structured")]
+    assert cli("episodes", "--json", db=path).json()[0]["id"] == "ep_1"

@@ -79,14 +79,16 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
     db.conn.executemany(
         """
         INSERT INTO episodes (id, source, position, source_id, format, content, content_hash,
-                              reference_time, reference_time_source, status, created_at, operation_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)
+                              reference_time, reference_time_source, status, created_at, operation_id,
+                              extraction, extraction_error)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)
         ON CONFLICT(id) DO UPDATE SET status = 'active', created_at = excluded.created_at,
-                                      operation_id = excluded.operation_id
+                                      operation_id = excluded.operation_id, extraction = excluded.extraction,
+                                      extraction_error = excluded.extraction_error
         """,
         [
             (e.id, e.source, e.position, e.source_id, e.format, e.content, e.content_hash,
-             e.reference_time, e.reference_time_source, at, operation_id)
+             e.reference_time, e.reference_time_source, at, operation_id, e.extraction, e.extraction_error)
             for e in to_store
         ],
     )

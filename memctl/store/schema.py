@@ -131,3 +131,24 @@ def core(db: Database) -> None:
         );
         """
     )
+
+
+@migrations(name="0002_extraction")
+def extraction(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- structured: assertions came with the file (--format facts); done, failed: an
+        -- extractor ran; pending: no extractor could run yet (an LLM was unreachable).
+        ALTER TABLE episodes ADD COLUMN extraction TEXT NOT NULL DEFAULT 'structured';
+        ALTER TABLE episodes ADD COLUMN extraction_error TEXT;
+        CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');
+
+        -- LLM replies by sha256 of (model, prompt version, request): re-runs cost no call.
+        CREATE TABLE llm_cache (
+            key TEXT PRIMARY KEY,
+            response TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        """
+    )
