@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,6 +20,8 @@ from sqlite_utils import Database
 
 from memctl import names, recall as recall_module, times
 from memctl.errors import FileRefused, MemctlError
+from memctl.extract import Extractor, Request
+from memctl.extract.guard import guard
 from memctl.model import Episode
 from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, files_under, format_of, parse
 from memctl.store import in_chunks
@@ -32,6 +35,10 @@ from memctl.store.facts import SlotChanges, current_facts, recompute_slots, rena
 # keeps a slow source (an LLM) committing every few seconds, so a crash loses little.
 BATCH_EPISODES = 5000
 BATCH_SECONDS = 2.0
+# Episodes handed to an extractor at once (an LLM extractor runs them concurrently),
+# and how many earlier episodes of the same source it sees as context.
+EXTRACT_CHUNK = 64
+CONTEXT_EPISODES = 3
 
 
 @dataclass
@@ -52,6 +59,13 @@ class IngestReport:
     redactions: int = 0
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted
     aider_zone: str | None = None  # the zone Aider's naive local times were read in
+    extractor: str | None = None  # what extracted assertions from episode text
+    extraction_calls: int = 0  # model calls, retries included
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    extraction_failures: int = 0
+    guard_changes: int = 0  # invented dates the date guard replaced or dropped
     operation_id: str | None = None
     time_range: list[str | None] = field(default_factory=lambda: [None, None])
 
@@ -200,13 +214,53 @@ class Memory:
             [operation_id, kind, at, status, json.dumps(command, sort_keys=True)],
         )
 
-    def ingest(self, paths: list[Path], options: IngestOptions, *, batch_size: int = BATCH_EPISODES,
-               on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
-        """Ingest files and directories; see ``read_sources`` for what is skipped or refused."""
-        report = IngestReport()
-        command = {"paths": [str(p) for p in paths], **asdict(options)}
-        return self.ingest_episodes(read_sources(paths, options, report, on_file), command=command,
-                                    batch_size=batch_size, report=report)
+    def ingest(self, paths: list[Path], options: IngestOptions, *, extractor: Extractor | None = None,
+               batch_size: int = BATCH_EPISODES, on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
+        """Ingest files and directories; see ``read_sources`` for what is skipped or refused.
+
+        Episodes that come without assertions (session logs, notes) go through
+        ``extractor`` and the date guard; without one they are stored as they are.
+        """
+        report = IngestReport(extractor=extractor.name if extractor else None)
+        command = {"paths": [str(p) for p in paths], **asdict(options), "extractor": report.extractor}
+        episodes = read_sources(paths, options, report, on_file)
+        if extractor is not None:
+            episodes = self._extracted(episodes, extractor, report)
+        return self.ingest_episodes(episodes, command=command, batch_size=batch_size, report=report)
+
+    def _extracted(self, episodes: Iterable[Episode], extractor: Extractor, report: IngestReport) -> Iterator[Episode]:
+        """Episodes with assertions from ``extractor``, dates guarded; stored ones are not extracted again."""
+        recent: dict[str, deque[str]] = {}  # the last few episodes of each source, as context
+        for chunk in _batches(episodes, EXTRACT_CHUNK):
+            stored = set()
+            for ids, marks in in_chunks([e.id for e in chunk]):
+                stored.update(row[0] for row in self.db.execute(
+                    f"SELECT id FROM episodes WHERE status = 'active' AND id IN ({marks})", ids).fetchall())
+            requests, by_id = [], {}
+            for episode in chunk:
+                if episode.format == "facts" or episode.id in stored or episode.id in by_id:
+                    continue
+                context = recent.setdefault(episode.source, deque(maxlen=CONTEXT_EPISODES))
+                requests.append(Request(episode.id, episode.content, episode.reference_time, tuple(context)))
+                context.append(episode.content)
+                by_id[episode.id] = episode
+            for request, result in extractor.extract(requests):
+                episode = by_id[request.episode_id]
+                report.extraction_calls += result.calls
+                report.cache_hits += result.cache_hit
+                report.input_tokens += result.input_tokens
+                report.output_tokens += result.output_tokens
+                if result.error is not None:
+                    report.extraction_failures += 1
+                    episode.extraction, episode.extraction_error = "failed", result.error
+                    continue
+                episode.extraction = "done"
+                for assertion in result.assertions:
+                    guarded, changes = guard(assertion, episode.content, episode.reference_time)
+                    report.guard_changes += len(changes)
+                    episode.assertions.append(guarded)
+            yield from chunk
+
 
     def ingest_episodes(
         self, episodes: Iterable[Episode], *, command: dict | None = None, batch_size: int = BATCH_EPISODES,

@@ -253,6 +253,7 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
             identity=f"{fmt}\x1f{item.identity}" if item.identity else None,
             redactions=redactions,
             left_out=dict(item.left_out),
+            extraction="pending",
         )
 
 
