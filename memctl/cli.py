@@ -100,6 +100,9 @@ def ingest(
     reference_time: Annotated[Optional[str], typer.Option("--reference-time", help="Time for records that carry none. " + TIME_HELP)] = None,
     from_mtime: Annotated[bool, typer.Option("--from-mtime", help="Date records that carry no time by their file's modification time.")] = False,
     tz: Annotated[Optional[str], typer.Option("--tz", help="IANA zone of naive local times (Aider's); default: this machine's.")] = None,
+    extractor: Annotated[str, typer.Option("--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")] = "auto",
+    model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -129,11 +132,15 @@ def ingest(
                                 [[r["id"], f"{Path(r['source']).name}:{r['position']}", _day(r["reference_time"]),
                                   r["reference_time_source"], r["assertions"]] for r in rows]))
         return
-    report = _ingest_with_progress(_memory(must_exist=False), paths, options)
+    memory = _memory(must_exist=False)
+    report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency))
     from dataclasses import asdict
 
     for line in report.malformed[:20] + report.refused:
         typer.echo(f"memctl: skipped: {line}", err=True)
+    if report.llm_unavailable:
+        typer.echo(f"memctl: {report.llm_unavailable}; {report.episodes - report.already_present} episode(s) "
+                   "kept as pending for the next run", err=True)
     if len(report.malformed) > 20:
         typer.echo(f"memctl: skipped: … and {len(report.malformed) - 20} more malformed records", err=True)
     if as_json:
@@ -144,10 +151,43 @@ def ingest(
         raise typer.Exit(1)
 
 
-def _ingest_with_progress(memory, paths: list[Path], options):
+class _SaidOnce:
+    """The fallback rules extractor, saying so on stderr the first time it has work."""
+
+    def __init__(self, extractor):
+        self.extractor = extractor
+        self.name = extractor.name
+        self.said = False
+
+    def extract(self, requests):
+        if requests and not self.said:
+            self.said = True
+            typer.echo("memctl: no LLM configured (OPENAI_API_KEY or OPENAI_BASE_URL); "
+                       "extracting with the offline rules extractor", err=True)
+        return self.extractor.extract(requests)
+
+
+def _extractor(memory, choice: str, model: str | None, concurrency: int):
+    """The extractor ``--extractor`` names; ``auto`` says on stderr when it falls back to rules."""
+    from memctl.extract import llm
+
+    if choice not in ("auto", "llm", "rules"):
+        raise MemctlError(f"--extractor must be auto, llm or rules, got {choice!r}")
+    if choice == "rules" or (choice == "auto" and not llm.llm_configured()):
+        from memctl.extract.rules import RulesExtractor
+
+        rules = RulesExtractor(memory.clock)
+        return _SaidOnce(rules) if choice == "auto" else rules
+    from memctl.store.cache import ResponseCache
+
+    return llm.LLMExtractor(llm.make_client(), model or os.environ.get("MEMCTL_MODEL", ""), memory.clock,
+                            ResponseCache(memory.db, memory.now), concurrency=concurrency)
+
+
+def _ingest_with_progress(memory, paths: list[Path], options, extractor):
     """A progress bar over the files on a terminal; plain otherwise."""
     if not sys.stderr.isatty():
-        return memory.ingest(paths, options)
+        return memory.ingest(paths, options, extractor=extractor)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from memctl.sources import files_under
@@ -162,7 +202,7 @@ def _ingest_with_progress(memory, paths: list[Path], options):
         def on_file(path: Path, episodes: int) -> None:
             progress.update(task, completed=next(started), name=path.name, episodes=episodes)
 
-        report = memory.ingest(paths, options, on_file=on_file)
+        report = memory.ingest(paths, options, extractor=extractor, on_file=on_file)
         progress.update(task, completed=total)
     return report
 
@@ -173,8 +213,12 @@ def _ingest_table(report):
         rows.append(["not logs memctl reads", len(report.unrecognised)])
     rows += [[label, getattr(report, key)] for label, key in [
         ("episodes read", "episodes"), ("added", "added"), ("brought back", "reactivated"),
-        ("already present", "already_present"), ("assertions", "assertions"), ("facts created", "facts_created"),
-        ("facts ended or replaced", "facts_expired"), ("secrets redacted", "redactions")]]
+        ("already present", "already_present"), ("pending episodes extracted", "extracted_pending"),
+        ("assertions", "assertions"), ("facts created", "facts_created"), ("facts ended or replaced", "facts_expired"),
+        ("secrets redacted", "redactions"), ("extractor", "extractor"), ("model calls", "extraction_calls"),
+        ("cache hits", "cache_hits"), ("extraction failures", "extraction_failures"),
+        ("dates the guard corrected", "guard_changes")]]
+    rows.append(["tokens in / out", f"{report.input_tokens} / {report.output_tokens}"])
     rows += [[f"skipped: {reason}", count] for reason, count in sorted(report.skipped.items())]
     rows += [[f"left out of text: {kind}", count] for kind, count in sorted(report.left_out.items())]
     rows.append(["refused", len(report.refused)])

@@ -22,6 +22,7 @@ from memctl import names, recall as recall_module, times
 from memctl.errors import FileRefused, MemctlError
 from memctl.extract import Extractor, Request
 from memctl.extract.guard import guard
+from memctl.extract.llm import LLMUnavailable
 from memctl.model import Episode
 from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, files_under, format_of, parse
 from memctl.store import in_chunks
@@ -66,13 +67,15 @@ class IngestReport:
     output_tokens: int = 0
     extraction_failures: int = 0
     guard_changes: int = 0  # invented dates the date guard replaced or dropped
+    extracted_pending: int = 0  # episodes stored earlier as pending, extracted by this run
+    llm_unavailable: str | None = None  # why the LLM could not be used; the rest wait as pending
     operation_id: str | None = None
     time_range: list[str | None] = field(default_factory=lambda: [None, None])
 
     @property
     def partial(self) -> bool:
         """Something was refused or unreadable, and the rest was kept: exit code 1."""
-        return bool(self.refused or self.malformed)
+        return bool(self.refused or self.malformed or self.llm_unavailable)
 
     def count(self, episode: Episode) -> None:
         self.episodes += 1
@@ -232,10 +235,14 @@ class Memory:
         """Episodes with assertions from ``extractor``, dates guarded; stored ones are not extracted again."""
         recent: dict[str, deque[str]] = {}  # the last few episodes of each source, as context
         for chunk in _batches(episodes, EXTRACT_CHUNK):
-            stored = set()
+            if report.llm_unavailable:  # the rest is stored as pending, for the next run
+                yield from chunk
+                continue
+            stored = set()  # pending episodes are not "stored" yet: this run extracts them
             for ids, marks in in_chunks([e.id for e in chunk]):
                 stored.update(row[0] for row in self.db.execute(
-                    f"SELECT id FROM episodes WHERE status = 'active' AND id IN ({marks})", ids).fetchall())
+                    f"SELECT id FROM episodes WHERE status = 'active' AND extraction != 'pending' AND id IN ({marks})",
+                    ids).fetchall())
             requests, by_id = [], {}
             for episode in chunk:
                 if episode.format == "facts" or episode.id in stored or episode.id in by_id:
@@ -244,7 +251,12 @@ class Memory:
                 requests.append(Request(episode.id, episode.content, episode.reference_time, tuple(context)))
                 context.append(episode.content)
                 by_id[episode.id] = episode
-            for request, result in extractor.extract(requests):
+            try:
+                results = list(extractor.extract(requests))
+            except LLMUnavailable as error:
+                report.llm_unavailable = str(error)
+                results = []
+            for request, result in results:
                 episode = by_id[request.episode_id]
                 report.extraction_calls += result.calls
                 report.cache_hits += result.cache_hit
@@ -277,6 +289,7 @@ class Memory:
                     at = transaction_time(self.db, self.clock)
                     added = sort_new(self.db, batch)
                     report.already_present += len(added.already_present)
+                    report.extracted_pending += len(added.extracted)
                     if not added.to_store:
                         continue
                     if not recorded:

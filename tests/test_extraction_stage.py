@@ -65,3 +65,87 @@ def test_without_an_extractor_log_episodes_wait_as_pending(tmp_path):
     chat = write_jsonl(tmp_path / "chat.jsonl", [{"role": "user", "content": "hi", "timestamp": 1714557600}])
     memory.ingest([chat], IngestOptions())
     assert memory.db.execute("SELECT extraction FROM episodes").fetchall() == [("pending",)]
+
+
+def _local_llm(monkeypatch, server, key):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+
+
+CHAT = [
+    ("2023-02-10T09:15:00Z", "Alice lives in Oslo since 20 June 2022. Alice uses Neovim."),
+    ("2023-05-01T18:00:00Z", "Billing uses Postgres since 3 March 2021."),
+    ("2023-07-14T08:30:00Z", "Bob works as Engineer. Bob uses Rust."),
+    ("2024-01-02T12:00:00Z", "Carol uses Emacs since 1 January 2020. Carol lives in Paris."),
+]
+
+
+def _chat_file(tmp_path):
+    lines = []
+    for when, text in CHAT:
+        lines += [{"role": "user", "content": text, "timestamp": when},
+                  {"role": "assistant", "content": "Noted.", "timestamp": when}]
+    return write_jsonl(tmp_path / "chat.jsonl", lines)
+
+
+def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(cli, db_path, tmp_path, monkeypatch):
+    from datetime import datetime, timezone
+    import sqlite3
+
+    from tests.test_extract_llm import API_KEY, FakeOpenAIServer
+
+    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+        _local_llm(monkeypatch, server, API_KEY)
+        run = cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-adversarial", "--json")
+        lied = server.dates_answered // 2
+    assert run.code == 0, run.err
+    report = run.json()
+    assert report["extractor"] == "llm:fake-adversarial" and report["extraction_calls"] == len(CHAT)
+    assert report["guard_changes"] >= lied > 0
+    with sqlite3.connect(db_path) as conn:
+        rows = dict(conn.execute("SELECT fact, valid_at FROM assertions").fetchall())
+    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    assert not [v for v in rows.values() if v.startswith(today)]  # zero invented today-midnights
+    stated = {"Alice lives in Oslo since 20 June 2022.": "2022-06-20T00:00:00.000000Z",
+              "Billing uses Postgres since 3 March 2021.": "2021-03-03T00:00:00.000000Z",
+              "Carol uses Emacs since 1 January 2020.": "2020-01-01T00:00:00.000000Z"}
+    assert {fact: rows[fact] for fact in stated} == stated  # real dates survive, lied about or not
+    assert rows["Bob uses Rust."] == "2023-07-14T08:30:00.000000Z"  # undated: the episode's own time
+
+
+def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tmp_path, monkeypatch):
+    from datetime import datetime, timezone
+    import sqlite3
+
+    from tests.test_extract_llm import API_KEY, FakeOpenAIServer
+
+    chat = _chat_file(tmp_path)
+    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+        _local_llm(monkeypatch, server, "wrong-key")
+        refused = cli("ingest", chat, "--extractor", "llm", "--model", "fake-normal")
+        assert refused.code == 1 and "pending" in refused.err
+        assert len([line for line in refused.err.splitlines() if "pending" in line]) == 1
+        with sqlite3.connect(db_path) as conn:
+            assert conn.execute("SELECT extraction, count(*) FROM episodes GROUP BY 1").fetchall() == [
+                ("pending", len(CHAT))]
+            assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == 0
+        _local_llm(monkeypatch, server, API_KEY)
+        again = cli("ingest", chat, "--extractor", "llm", "--model", "fake-normal", "--json")
+    assert again.code == 0, again.err
+    assert again.json()["extracted_pending"] == len(CHAT) and again.json()["added"] == 0
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT DISTINCT extraction FROM episodes").fetchall() == [("done",)]
+        assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == 7
+
+
+def test_auto_says_once_that_it_falls_back_to_rules_and_only_when_it_has_work(cli, tmp_path, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    facts = write_jsonl(tmp_path / "f.jsonl", [{"reference_time": "2024-01-01", "facts": [
+        {"subject": "svc", "predicate": "uses", "object": "Kafka"}]}])
+    assert cli("ingest", facts).err == ""  # structured facts need no extractor
+    chat = _chat_file(tmp_path)
+    run = cli("ingest", chat, "--json")
+    assert run.err.count("offline rules extractor") == 1 and run.json()["extractor"] == "rules"

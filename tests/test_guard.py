@@ -103,3 +103,14 @@ def test_no_unstated_invented_date_survives_and_the_guard_is_idempotent(referenc
         assert fixed.valid_at == valid  # what the text states always survives
     again, changes = guard(fixed, text, reference)
     assert again == fixed and changes == []
+
+
+def test_a_lie_over_a_stated_date_is_repaired_from_its_own_span():
+    lie = assertion(date_span="on 20 June 2022")
+    fixed, changes = guard(lie, "Billing moved to Postgres on 20 June 2022.", REFERENCE)
+    assert (fixed.valid_at, fixed.valid_at_evidence, fixed.valid_at_precision) == (
+        "2022-06-20T00:00:00.000000Z", "text", "day")
+    assert changes
+    # a span that is not in the text proves nothing
+    made_up, _ = guard(assertion(date_span="on 20 June 2022"), "Billing moved to Postgres.", REFERENCE)
+    assert made_up.valid_at == REFERENCE

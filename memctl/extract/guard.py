@@ -11,6 +11,9 @@ uses the same code on assertions already stored.
   ``reference``). Such an ``invalid_at`` → dropped.
 - A date after the reference time that the text does not state is treated the same
   way: an episode cannot know what happened after it unless it says so.
+- When the assertion's ``date_span`` is in the text and names one day, that day is used
+  instead of the reference time: a model that quotes "on 20 June 2022" but writes today's
+  date got the words right and the date wrong.
 
 The text is checked here, not the evidence the extractor claimed: a model that says
 "text" can be wrong.
@@ -58,6 +61,14 @@ def stated_days(text: str, reference_time: str) -> set[str]:
     return days
 
 
+def _day_of_span(span: str | None, text: str, reference_time: str) -> str | None:
+    """Midnight of the one day that ``span`` names, if the span really is in the text."""
+    if not span or span not in text:
+        return None
+    days = stated_days(span, reference_time)
+    return f"{days.pop()}T00:00:00.000000Z" if len(days) == 1 else None
+
+
 def _invented(stored: str, extracted_day: str, reference_time: str, stated: set[str]) -> str | None:
     """Why a stored date is not to be believed, or None when it may stand."""
     day = stored[:10]
@@ -79,9 +90,13 @@ def guard(assertion: Assertion, text: str, reference_time: str) -> tuple[Asserti
     if assertion.valid_at is not None:
         why = _invented(assertion.valid_at, extracted_day, reference_time, stated)
         if why:
-            changes.append(f"valid_at {assertion.valid_at} → {reference_time}: {why}")
-            fields.update(valid_at=reference_time, valid_at_evidence="reference", valid_at_precision="instant",
-                          date_span=None)
+            spanned = _day_of_span(assertion.date_span, text, reference_time)
+            if spanned is not None:  # the model named the right words and wrote the wrong date
+                fields.update(valid_at=spanned, valid_at_evidence="text", valid_at_precision="day")
+            else:
+                fields.update(valid_at=reference_time, valid_at_evidence="reference", valid_at_precision="instant",
+                              date_span=None)
+            changes.append(f"valid_at {assertion.valid_at} → {fields['valid_at']}: {why}")
     if assertion.invalid_at is not None:
         why = _invented(assertion.invalid_at, extracted_day, reference_time, stated)
         if not why and fields["valid_at"] is not None and assertion.invalid_at <= fields["valid_at"]:

@@ -222,7 +222,7 @@ def parse_reply(text: str, *, extractor: str, extracted_at: str) -> list[Asserti
                     invalid_at=invalid_at,
                     invalid_at_evidence=invalid_evidence,
                     invalid_at_precision=invalid_precision,
-                    date_span=item.date_span.strip() or None if item.date_span is not None else None,
+                    date_span=(item.date_span or "").strip() or None,
                     cardinality=item.cardinality,
                     extractor=extractor,
                     extracted_at=extracted_at,

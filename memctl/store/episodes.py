@@ -31,6 +31,7 @@ class Added:
     added: list[str] = field(default_factory=list)
     reactivated: list[str] = field(default_factory=list)
     already_present: list[str] = field(default_factory=list)
+    extracted: list[str] = field(default_factory=list)  # stored as pending before, extracted now
     to_store: list[Episode] = field(default_factory=list)
     assertions: int = 0
     touched: Touched = field(default_factory=Touched)
@@ -54,11 +55,16 @@ def sort_new(db: Database, episodes: list[Episode]) -> Added:
     """Which episodes are new, which were undone and come back, which are already in."""
     result = Added()
     unique = {episode.id: episode for episode in episodes}
-    status: dict[str, str] = {}
+    status: dict[str, tuple[str, str]] = {}
     for chunk, marks in in_chunks(list(unique)):
-        status.update(db.execute(f"SELECT id, status FROM episodes WHERE id IN ({marks})", chunk).fetchall())
+        status.update((row[0], row[1:]) for row in db.execute(
+            f"SELECT id, status, extraction FROM episodes WHERE id IN ({marks})", chunk).fetchall())
     for episode_id, episode in unique.items():
-        if status.get(episode_id) == "active":
+        stored_status, extraction = status.get(episode_id, (None, None))
+        if stored_status == "active" and extraction == "pending" and episode.extraction != "pending":
+            result.to_store.append(episode)  # an LLM was unreachable last time; its assertions arrive now
+            result.extracted.append(episode_id)
+        elif stored_status == "active":
             result.already_present.append(episode_id)
         else:
             result.to_store.append(episode)

@@ -1,0 +1,747 @@
+"""The rules extractor: the offline default when no LLM is configured (DESIGN §3).
+
+Deterministic, no model, no network, nothing but the stdlib and python-dateutil. It reads
+the episode text ("User: …\\n\\nAssistant: …", see ``memctl.sources.render``) sentence by
+sentence and keeps only what a few clear English patterns say. A wrong fact is worse than
+a missed one, so every doubt ends in *no* assertion.
+
+Patterns (first that fits a sentence wins):
+
+======================================  ==========================================================
+sentence                                assertions
+======================================  ==========================================================
+"X uses Y", "X is using Y", "we use Y"  (X, uses, Y), cardinality many
+"X has been using Y", "started using"   the same
+"X switched/migrated to Y"              (X, uses, Y)
+"X switched/moved/migrated from A to B" (X, uses, B) from the date, and a retraction of (X, uses, A)
+"we switched T from A to B"             the same with T as the subject ("moved the repo from …")
+"T was moved from A to B"               the same (passive)
+"X replaced A with B"                   the same as a switch from A to B
+"X dropped A in favour of B"            the same
+"X is now Y"                            (X, is, Y), cardinality one (Y must be a name: capitalised,
+                                        a number or `code`)
+"X no longer uses Y", "X stopped using  a retraction of (X, uses, Y): no valid_at, invalid_at =
+Y", "X dropped Y", "X doesn't use Y     the date
+anymore"
+"X prefers Y", "I prefer Y"             (X, prefers, Y), cardinality many
+======================================  ==========================================================
+
+Who "I", "we" and "you" are: in the user's turn, "I", "we", "our team" and "my team" are
+the user (subject ``user``), "my X"/"our X" is ``user's X``, and "you" (the assistant) is
+not a subject. In the assistant's turn, "we" (the user's project, worked on together) and
+"you" are the user, "your X" is ``user's X``; the assistant's own "I" and "my" are not
+facts about the world and give nothing. Text that is not a rendered chat (a note) is read
+as the user's.
+
+Dates, in the same sentence, resolved against the episode's reference time (never the
+clock); more than one date in a sentence, an impossible date or a stated date after the
+reference time drops the sentence:
+
+=================================================  ==========  =========  ==================
+phrase                                             evidence    precision  resolves to
+=================================================  ==========  =========  ==================
+"on 20 June 2022", "June 20, 2022", "2022-06-20"   text        day        that day, 00:00 UTC
+"in March 2023"                                    text        month      2023-03-01
+"in 2021"                                          text        year       2021-01-01
+"on 20 June", "on June 20" (no year)               relative    day        latest such day ≤ reference
+"in March"                                         relative    month      latest March ≤ reference month
+"today" / "yesterday"                              relative    day        reference day / day before
+"last week" (= "1 week ago"), "N days/weeks ago"   relative    day        reference day − N
+"last month", "N months ago"                       relative    month      first of that month
+"last year", "N years ago"                         relative    year       1 January of that year
+(none)                                             reference   instant    the reference time
+=================================================  ==========  =========  ==================
+
+Days are UTC days. ``date_span`` holds the words that carry the date ("on 20 June 2022",
+"in March", "2 years ago"), as written in the sentence.
+
+Never read: code blocks (``` and ~~~ fences, indented code), tables, lines that look like
+code, paths, logs, diffs or markup; questions; sentences with hedges or modals ("could",
+"should", "if", "maybe", "let's", "plan", "want", …); negated sentences (except the
+retraction patterns themselves); sentences over 300 characters. Names are short noun
+phrases: articles stripped, at most five words, no pronouns, no clauses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from dateutil.relativedelta import relativedelta
+from pydantic import ValidationError
+
+from memctl import names, times
+from memctl.extract import Request, Result
+from memctl.model import Assertion
+
+NAME = "rules"
+MAX_SENTENCE = 300
+MAX_WORDS = 5
+USER = "user"
+
+
+class RulesExtractor:
+    """Extractor protocol over ``extract_text``; the clock gives only ``extracted_at``."""
+
+    name = NAME
+
+    def __init__(self, clock: Callable[[], datetime]):
+        self.clock = clock
+
+    def extract(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Result]]:
+        for request in requests:
+            extracted_at = times.to_storage(self.clock())
+            try:
+                assertions = extract_text(request.text, request.reference_time, extracted_at)
+            except times.BadInstant as error:
+                yield request, Result(error=str(error))
+                continue
+            yield request, Result(assertions=assertions)
+
+
+# ---------------------------------------------------------------------------- text → sentences
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s+")
+_QUOTE = re.compile(r"^\s*>\s?")
+_CODE_LINE = [
+    re.compile(r"^(?: {4,}|\t)(?![-*+•]\s|\d{1,3}[.)]\s)"),  # indented code (nested lists are kept)
+    re.compile(r"^\s*[|<{}\[\]]"),  # tables, markup, JSON, "[cut: …]"
+    re.compile(r"^\s*(?:\$|>>>|#!|//|/\*|\*/|%|@@|\+\+\+|---|[+-](?=\S)|[+-]\s{2,}|[=*_]{3,}\s*$)"),  # shells, diffs, rules
+    re.compile(r"^\s*(?:~|\.{1,2})?/\S"),  # paths
+    re.compile(r"^\s*[A-Za-z]:\\"),
+    re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}"),  # log timestamps
+    re.compile(r"^\s*\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\b"),
+    re.compile(r"^\s*(?:Traceback \(most recent|File \".*\", line \d+|at \S+ \(.*:\d+)"),
+    re.compile(r"^\s*(?:def|class|import|from\s+\S+\s+import|return|const|let|var|function|"
+               r"public|private|protected|package|#include|SELECT|INSERT|UPDATE|CREATE)\b"),
+    re.compile(r"[;{}]\s*$|\)\s*:\s*$|=>|==|!=|&&|\|\||::|->"),  # code punctuation
+    re.compile(r"^\s*[\w.\[\]\"']+\s*[-+*/]?=\s*\S"),  # assignments
+]
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
+_EMPHASIS = [re.compile(r"\*\*(.+?)\*\*"), re.compile(r"__(.+?)__"),
+             re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])")]
+_LINK_LABEL = re.compile(r"^\**\[([\w.\-/+#@]+)\]\([^)\n]*\)\**(?=\s*(?:\s[-—–]|:)\s)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[^\s])")
+_ABBREVIATIONS = {"e.g", "i.e", "vs", "etc", "mr", "mrs", "ms", "dr", "prof", "st", "no", "approx", "cf", "inc", "ltd",
+                  "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"}
+
+
+def _speakers(text: str) -> list[tuple[str, str]]:
+    """(speaker, text) parts: a rendered chat is split into the user's and the assistant's turn."""
+    if text.startswith("User: "):
+        user, found, assistant = text[len("User: "):].partition("\n\nAssistant: ")
+        parts = [("user", user)]
+        if found:
+            parts.append(("assistant", assistant))
+        return parts
+    return [("user", text)]
+
+
+def _looks_like_code(line: str) -> bool:
+    if any(pattern.search(line) for pattern in _CODE_LINE):
+        return True
+    prose = _clean_markdown(_LIST_MARKER.sub("", _INLINE_CODE.sub("x", line)))
+    letters = sum(ch.isalnum() or ch.isspace() for ch in prose)
+    return len(prose) > 0 and letters / len(prose) < 0.8
+
+
+def _paragraphs(text: str) -> Iterator[str]:
+    """Prose paragraphs: fenced and code-looking lines dropped; a list item starts a new one."""
+    fenced = False
+    current: list[str] = []
+    for raw in text.splitlines():
+        if _FENCE.match(raw):
+            fenced = not fenced
+            if current:
+                yield " ".join(current)
+                current = []
+            continue
+        if fenced or not raw.strip() or _looks_like_code(raw):
+            if current:
+                yield " ".join(current)
+                current = []
+            continue
+        line = raw
+        starts_block = bool(_LIST_MARKER.match(line) or _HEADING.match(line))
+        line = _HEADING.sub("", _LIST_MARKER.sub("", _QUOTE.sub("", line)))
+        if starts_block and current:
+            yield " ".join(current)
+            current = []
+        current.append(line.strip())
+        if starts_block and _HEADING.match(raw):  # a heading is a paragraph of its own
+            yield " ".join(current)
+            current = []
+    if current:
+        yield " ".join(current)
+
+
+def _clean_markdown(text: str) -> str:
+    text = _LINK.sub(r"\1", text)
+    for pattern in _EMPHASIS:
+        text = pattern.sub(r"\1", text)
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def sentences(text: str) -> Iterator[tuple[str, str]]:
+    """(speaker, sentence) for every prose sentence of an episode's text, in order."""
+    for speaker, part in _speakers(text):
+        for paragraph in _paragraphs(part):
+            # a list item labelled with a linked file keeps the label as a name: "[a.js](…) - Uses X"
+            paragraph = _clean_markdown(_LINK_LABEL.sub(r"`\1`", paragraph))
+            start = 0
+            for match in _SENTENCE_END.finditer(paragraph):
+                before = paragraph[start:match.start()].rstrip("\"')]")
+                last_word = re.findall(r"[\w.]+(?=[.!?]$)", before)
+                if before.endswith(".") and last_word and (
+                    last_word[-1].lower() in _ABBREVIATIONS or re.fullmatch(r"[A-Za-z]", last_word[-1])
+                ):
+                    continue
+                yield speaker, paragraph[start:match.start()].strip()
+                start = match.end()
+            if paragraph[start:].strip():
+                yield speaker, paragraph[start:].strip()
+
+
+# ------------------------------------------------------------------------------------- dates
+
+_MONTH_NAMES = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+                "october", "november", "december"]
+_MONTH_NUMBER = {name: i + 1 for i, name in enumerate(_MONTH_NAMES)}
+_MONTH_NUMBER.update({name[:3]: i + 1 for i, name in enumerate(_MONTH_NAMES)})
+_MONTH_NUMBER["sept"] = 9
+_MON = r"(?:january|february|march|april|may|june|july|august|september|october|november|december|" \
+       r"jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)"
+_FULL_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2}
+_COUNT = r"(?P<n>\d{1,3}|a couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_ORD = r"(?:st|nd|rd|th)?"
+
+# (kind, pattern): tried in this order; a later match that overlaps an earlier one is ignored
+_DATE_PATTERNS = [
+    ("iso", re.compile(r"\b(?:on\s+)?(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b(?![T:]\d|-)", re.I)),
+    ("dmy", re.compile(rf"\b(?:on\s+)?(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<mon>{_MON})\.?,?\s+(?P<y>\d{{4}})\b", re.I)),
+    ("mdy", re.compile(rf"\b(?:on\s+)?(?P<mon>{_MON})\.?\s+(?P<d>\d{{1,2}}){_ORD},?\s+(?P<y>\d{{4}})\b", re.I)),
+    ("my", re.compile(rf"\b(?:in\s+)?(?P<mon>{_MON})\.?,?\s+(?P<y>\d{{4}})\b", re.I)),
+    ("dm", re.compile(rf"\bon\s+(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<mon>{_FULL_MONTH})\b(?!\s*\d)")),
+    ("md", re.compile(rf"\bon\s+(?P<mon>{_FULL_MONTH})\s+(?P<d>\d{{1,2}}){_ORD}\b(?!,?\s*\d)")),
+    ("y", re.compile(r"\bin\s+(?P<y>(?:19|20)\d{2})\b(?![-/.]\d)", re.I)),
+    ("m", re.compile(rf"\b[Ii]n\s+(?P<mon>{_FULL_MONTH})\b(?!\s*\d)")),
+    ("ago", re.compile(rf"\b{_COUNT}\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.I)),
+    ("last", re.compile(r"\blast\s+(?P<unit>week|month|year)\b", re.I)),
+    ("yesterday", re.compile(r"\byesterday\b", re.I)),
+    ("today", re.compile(r"\btoday\b", re.I)),
+]
+
+
+@dataclass(frozen=True)
+class Stated:
+    """A date a sentence states, resolved: storage form, evidence, precision, the words."""
+
+    at: str
+    evidence: str
+    precision: str
+    span: str
+    start: int
+    end: int
+
+
+class _NoDate(ValueError):
+    """The sentence's date cannot be used: the sentence gives nothing."""
+
+
+def _day(year: int, month: int, day: int) -> datetime:
+    return datetime(year, month, day, tzinfo=timezone.utc)
+
+
+def _resolve(kind: str, match: re.Match, reference: datetime) -> tuple[datetime, str, str]:
+    groups = match.groupdict()
+    month = _MONTH_NUMBER.get((groups.get("mon") or "").lower().rstrip("."))
+    today = _day(reference.year, reference.month, reference.day)
+    if kind == "iso":
+        return _day(int(groups["y"]), int(groups["m"]), int(groups["d"])), "text", "day"
+    if kind in ("dmy", "mdy"):
+        return _day(int(groups["y"]), month, int(groups["d"])), "text", "day"
+    if kind == "my":
+        return _day(int(groups["y"]), month, 1), "text", "month"
+    if kind == "y":
+        return _day(int(groups["y"]), 1, 1), "text", "year"
+    if kind in ("dm", "md"):
+        day = int(groups["d"])
+        when = _day(reference.year, month, day) if (month, day) != (2, 29) else None
+        year = reference.year
+        while when is None or when > today:  # the latest such day not after the reference day
+            year -= 1
+            try:
+                when = _day(year, month, day)
+            except ValueError:  # 29 February in a common year
+                when = None
+            if reference.year - year > 8:
+                raise _NoDate("no such day")
+        return when, "relative", "day"
+    if kind == "m":
+        year = reference.year if month <= reference.month else reference.year - 1
+        return _day(year, month, 1), "relative", "month"
+    if kind == "yesterday":
+        return today - timedelta(days=1), "relative", "day"
+    if kind == "today":
+        return today, "relative", "day"
+    count = 1 if kind == "last" else (int(groups["n"]) if groups["n"].isdigit() else _NUMBERS[groups["n"].lower()])
+    unit = groups["unit"].lower()
+    if unit == "day":
+        return today - timedelta(days=count), "relative", "day"
+    if unit == "week":
+        return today - timedelta(weeks=count), "relative", "day"
+    if unit == "month":
+        first = _day(reference.year, reference.month, 1) - relativedelta(months=count)
+        return first, "relative", "month"
+    return _day(reference.year - count, 1, 1), "relative", "year"
+
+
+def stated_date(sentence: str, reference: datetime) -> Stated | None:
+    """The one date a sentence states, or None; _NoDate when it states several or an unusable one."""
+    found: list[tuple[int, int, str, re.Match]] = []
+    for kind, pattern in _DATE_PATTERNS:
+        for match in pattern.finditer(sentence):
+            if any(match.start() < end and start < match.end() for start, end, _, _ in found):
+                continue
+            found.append((match.start(), match.end(), kind, match))
+    if not found:
+        return None
+    if len(found) > 1:
+        raise _NoDate("more than one date")
+    start, end, kind, match = found[0]
+    try:
+        at, evidence, precision = _resolve(kind, match, reference)
+    except (ValueError, OverflowError) as error:  # 31 June, year 0
+        raise _NoDate(str(error)) from None
+    if at > reference:  # a plan, or a date the episode cannot know
+        raise _NoDate("after the reference time")
+    return Stated(times.to_storage(at), evidence, precision, match.group(0), start, end)
+
+
+# ------------------------------------------------------------------------------------- names
+
+_PRONOUNS = set(
+    "i me my mine we us our ours you your yours he him his she her hers it its they them their theirs this that "
+    "these those there here who whom whose what which whatever whichever someone somebody something anyone "
+    "anybody anything everyone everybody everything nobody nothing none one ones itself themselves myself "
+    "ourselves yourself yourselves".split()
+)
+_AUX = set("is are am was were be been being has have had do does did can could will would shall should may might "
+           "must 's 're 've 'd 'll 'm".split())
+_NEGATIONS = set("not no never n't nor neither cannot".split())
+_CLAUSE = set("if when whenever while because since although though unless until whether so than as where why how "
+              "and or but then also too".split())
+_PREPOSITIONS = set("to in on at by with without from into onto over under about after before during through via per "
+                    "against between among across towards toward upon within like of for instead rather".split())
+_QUANTIFIERS = set("all some any each every many much most few several both either more less other another such "
+                   "same".split())
+_VERBISH = set("said says say think thinks thought know knows knew believe believes guess feel feels seems seem "
+               "mean means let lets make makes want wants need needs like likes please try tried".split())
+_NOT_IN_NAME = _PRONOUNS | _AUX | _NEGATIONS | _CLAUSE | _QUANTIFIERS | _VERBISH | (_PREPOSITIONS - {"of", "for"})
+_NOT_FIRST_IN_OBJECT = {"only", "just", "also", "still", "now", "currently", "really", "mostly", "mainly", "either",
+                        "same", "proper", "properly", "directly", "instead", "actually"}
+_GENERIC_OBJECTS = {"support", "stuff", "thing", "things", "lot", "lots", "bit", "way", "ways", "approach",
+                    "tool", "tools", "option", "options", "method", "feature", "features", "code", "data", "file",
+                    "files", "time", "default", "defaults", "version", "solution", "fix", "case", "example",
+                    "pattern", "logic", "syntax", "flag", "parameter", "value", "values", "function", "functions",
+                    "variable", "approach", "format", "component", "property", "properties", "library", "api",
+                    "method", "methods", "path", "paths", "name", "names", "tag", "tags", "it"}
+_ARTICLES = {"the", "a", "an"}
+# lowercase words that end like a participle or an adverb but are names of things
+_NOT_VERBS = {"string", "strings", "thing", "things", "ring", "spring", "king", "ceiling", "bed", "red", "seed", "speed",
+              "feed", "need", "shed", "bled", "embed", "sled", "supply", "apply", "family", "assembly", "fly",
+              "anomaly", "italy", "july", "reply", "poly", "jelly", "lily", "rally", "tally", "ally", "belly",
+              "rolling", "logging", "routing", "hosting", "caching", "testing", "linting", "monitoring",
+              "tracing", "billing", "messaging", "pricing", "tooling", "typing", "tracking", "scheduling",
+              "queueing", "queuing", "streaming", "indexing", "parsing", "rendering", "mapping", "packaging"}
+# subjects that name nothing outside the conversation they were said in
+_CONTEXTUAL = {"new", "current", "existing", "old", "above", "following", "previous", "same", "latter", "former",
+               "updated", "original", "remaining", "resulting", "first", "second", "last", "next", "final"}
+_GENERIC_SUBJECTS = {"code", "implementation", "function", "method", "file", "script", "test", "tests", "project",
+                     "app", "application", "tool", "system", "approach", "solution", "fix", "change", "changes",
+                     "structure", "component", "module", "class", "template", "library", "version", "page", "repo",
+                     "repository", "codebase", "program", "feature", "workflow", "setup", "config",
+                     "configuration", "service", "query", "site", "build", "output", "result", "example"}
+# discourse markers a clause may start with, and adverbs between a subject and its verb
+_LEADING = {"now", "so", "also", "and", "but", "currently", "nowadays", "actually", "ok", "okay", "yes", "well",
+            "anyway", "btw", "fyi", "then", "finally", "since then", "these days", "at work", "at the moment",
+            "right now", "as of now"}
+_ADVERBS = {"now", "currently", "also", "still", "already", "actually", "mostly", "mainly", "primarily", "always",
+            "usually", "really", "officially", "finally", "just", "all", "exclusively", "only", "intentionally",
+            "generally", "typically", "recently", "eventually", "completely", "fully", "gradually", "even",
+            "definitely", "strongly", "much", "personally"}
+_ATOM = "\x01"  # inline code is replaced by \x01<n>\x01 while a sentence is analysed
+_WORD = re.compile(rf"{_ATOM}\d+{_ATOM}|\w+(?:[.'\-/+#]+\w+)*[+#]*(?:\(\))?|[^\w\s]")
+_GOOD_ATOM = re.compile(r"[\w.+#@/:\-]+(?:\(\))?|<\w[\w-]*>")
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def _is_word(token: str) -> bool:
+    return token.startswith(_ATOM) or token[0].isalnum() or token[0] == "_"
+
+
+def _name(words: list[str], atoms: list[str], *, role: str) -> str | None:
+    """A short noun phrase as it will be stored, or None when these words are not one."""
+    words = list(words)
+    while words and words[0].lower() in _ARTICLES:
+        words.pop(0)
+    if not words or len(words) > MAX_WORDS:
+        return None
+    if not all(_is_word(w) for w in words) or any("/" in w and "." in w for w in words):
+        return None  # punctuation inside, or a path
+    lowered = [w.lower() for w in words]
+    if any(w in _NOT_IN_NAME for w in lowered) or lowered[0] in ("of", "for") or lowered[-1] in ("of", "for"):
+        return None
+    if any(w.endswith(("'re", "'ve", "'ll", "'d", "'m", "n't")) for w in lowered):
+        return None
+    if role == "object":
+        if lowered[0] in _NOT_FIRST_IN_OBJECT or (len(words) == 1 and lowered[0] in _GENERIC_OBJECTS):
+            return None
+        if any(w in ("of", "for") for w in lowered):
+            return None
+        if any(w.isalpha() and w == word and w.endswith(("ing", "ly")) and w not in _NOT_VERBS
+               for w, word in zip(lowered, words)):
+            return None  # "prefers working remotely": a clause, not a thing
+        if lowered[-1] in ("support", "compatibility") or (
+            lowered[-1].endswith("ed") and lowered[-1] == words[-1] and lowered[-1] not in _NOT_VERBS
+        ):
+            return None  # "dropped Python 2 support"; "uses Postgres 16 released (on …)"
+    shown: list[str] = []
+    for word in words:
+        if word.startswith(_ATOM):
+            code = atoms[int(word.strip(_ATOM))]
+            if len(code) > 40 or not _GOOD_ATOM.fullmatch(code):
+                return None
+            shown.append(code)
+        else:
+            shown.append(word)
+    name = " ".join(shown).replace(" 's", "'s")
+    if not names.entity_key(name) or not any(ch.isalpha() for ch in name):
+        return None
+    return name
+
+
+def _subject(prefix: str, atoms: list[str], speaker: str) -> str | None:
+    """The subject a clause prefix names (text from the clause start to the verb), or None."""
+    segments = re.split(r"([,;§]|:|\s[-—–](?=\s|$)|[—–])", prefix)
+    words = _tokens(segments[-1])
+    changed = True
+    while changed and words:
+        changed = False
+        if not _is_word(words[0]) and words[0] != '"':
+            words.pop(0)
+            changed = True
+            continue
+        for size in (3, 2, 1):
+            if len(words) >= size and " ".join(words[:size]).lower() in _LEADING:
+                words = words[size:]
+                changed = True
+                break
+    while words and words[-1].lower() in _ADVERBS:
+        words.pop()
+    if words and words[-1].endswith("ly") and words[-1].islower():
+        return None  # "Billing quietly uses …": an adverb this reader does not know
+    if len(words) > 2 and words[0] == '"' and words[-1] == '"':  # a quoted name
+        words = words[1:-1]
+    if not words and len(segments) >= 3 and segments[-2].strip() in ("-", "—", "–", ":"):
+        # a list item labelled with a file or identifier: "`recorder.js` - Now uses AudioWorklet"
+        label = _tokens(segments[-3])
+        if len(label) == 1 and label[0].startswith(_ATOM):
+            words = label
+    if not words:
+        return None
+    lowered = " ".join(words).lower()
+    if lowered in ("we", "our team", "my team") or (lowered == "i" and speaker == "user"):
+        return USER
+    if lowered == "you" and speaker == "assistant":
+        return USER
+    while len(words) > 1 and words[0].lower() in _ARTICLES:
+        words = words[1:]
+    owner = words[0].lower()
+    if owner in ("our",) or (owner == "my" and speaker == "user") or (owner == "your" and speaker == "assistant"):
+        rest = _name(words[1:], atoms, role="subject")
+        return f"{USER}'s {rest}" if rest else None
+    first = words[0].lower()  # ("this"/"that" + noun refers to something said before: a pronoun, refused)
+    if first in _CONTEXTUAL or (len(words) == 1 and first in _GENERIC_SUBJECTS):
+        return None  # "the new structure", "the code": which one, outside this conversation?
+    return _name(words, atoms, role="subject")
+
+
+# a comma may end an object only before one of these (else it is a list or a run of adjectives)
+_AFTER_COMMA = {"which", "and", "but", "so", "because", "since", "as", "while", "although", "though", "then",
+                "where", "when", "who", "now", "too", "also", "we", "i", "it", "they", "he", "she", "you",
+                "thanks", "mostly", "mainly", "especially", "§"}
+_OBJECT_STOP = _PREPOSITIONS | _CLAUSE | {"which", "that", "who", "whose", "where", "when", "instead", "rather",
+                                           "anymore", "nowadays", "too", "now", "together", "exclusively",
+                                           "because", "since", "there", "here", "again", "already", "well"}
+_CLAUSE_STARTS = _PRONOUNS | {"then", "now", "also", "so", "therefore", "thus", "it's", "that's", "there's"}
+
+
+def _phrase(tokens: list[str], stops: set[str]) -> tuple[list[str], int]:
+    """Words from the start up to the first stop word or punctuation: (words, index of the stop)."""
+    for i, token in enumerate(tokens):
+        if token == "§" or not _is_word(token) or token.lower() in stops:
+            return tokens[:i], i
+    return tokens, len(tokens)
+
+
+def _objects(rest: str, atoms: list[str], *, stops: set[str] = _OBJECT_STOP, named: bool = False) -> list[str]:
+    """The object(s) right after a verb: one noun phrase, or two joined by "and"; [] when unsure."""
+    tokens = _tokens(rest)
+    words, stop = _phrase(tokens, stops)
+    first = _name(words, atoms, role="object")
+    if first is None or (named and not _named(words)):
+        return []
+    found = [first]
+    after = tokens[stop:]
+    if after and after[0] == ",":
+        if len(after) > 1 and after[1].lower() not in _AFTER_COMMA:
+            return []  # "modern, non-deprecated Web Audio API", "A, B and C"
+    elif after and after[0].lower() == "and":
+        more, stop2 = _phrase(after[1:], stops)
+        second = _name(more, atoms, role="object")
+        if second is not None and not (named and not _named(more)) and not (
+            len(after) > stop2 + 1 and after[stop2 + 1] == "," and len(after) > stop2 + 2
+            and after[stop2 + 2].lower() not in _AFTER_COMMA
+        ):
+            found.append(second)
+        elif not (len(after) > 1 and after[1].lower() in _CLAUSE_STARTS):
+            return []  # "A and love it": not sure where the object ends
+    elif after and after[0].lower() in ("of", "or", "nor", "than"):
+        return []  # "version 3 of Django", "X or Y", "more X than Y": not a plain object
+    elif after and after[0] in ("'", '"', "/", "&", "+", "=", "<", ">"):
+        return []
+    return found
+
+
+def _named(words: list[str]) -> bool:
+    """A name rather than a description: capitalised, a number, or `code`."""
+    words = [w for w in words if w.lower() not in _ARTICLES]
+    return bool(words) and (words[0].startswith(_ATOM) or words[0][0].isupper() or words[0][0].isdigit())
+
+
+# ------------------------------------------------------------------------------------ patterns
+
+_HEDGES = re.compile(
+    r"\b(?:could|would|should|might|must|will|shall|can|if|unless|whether|maybe|perhaps|probably|possibly|"
+    r"likely|unlikely|consider|considering|suggest\w*|recommend\w*|propos\w*|plan|plans|planning|planned|"
+    r"going to|gonna|want|wants|wanted|wish|hope|hoping|try|trying|tried|let's|let|lets|need|needs|imagine|"
+    r"suppose|pretend|assume|assuming|option|alternatively|e\.g|for example|for instance|such as|"
+    r"usually|sometimes|often|ever|whenever|every time|hypothetically|ideally|instead of using|"
+    r"think|thinks|guess|believe|believes|apparently|supposedly|reportedly|allegedly|seemingly|heard|unsure)\b"
+    r"|'ll\b|'d\b|\?",
+    re.I,
+)
+_LOWER_MAY = re.compile(r"\bmay\b")  # the modal; "May" is also a month
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n't\b", re.I)
+
+_ADV = r"(?:(?:now|currently|also|still|already|actually|mostly|mainly|primarily|always|really|officially|finally|" \
+       r"just|recently|eventually|completely|fully|gradually|exclusively|only|intentionally|personally|" \
+       r"generally|definitely|strongly|even)\s+)*"
+_HAVE = r"(?:(?:\s+(?:have|has|had)|'ve|'s|'d)\s+)?"
+_BE = r"(?:\s+(?:is|are|am)|'re|'m|'s)\s+"
+_MOVE = r"(?P<verb>switched|moved|migrated)(?:\s+over)?"
+
+_RETRACT = [
+    re.compile(rf"(?:{_BE})?\s*no\s+longer\s+{_ADV}(?:uses|use|using)\s+", re.I),
+    re.compile(rf"(?:\s+(?:do|does)\s+not|\s+(?:don't|doesn't))\s+{_ADV}use\s+(?=.*\b(?:any\s?more|any\s+longer)\b)", re.I),
+    re.compile(rf"{_HAVE}\s*{_ADV}(?:stopped|quit)\s+using\s+", re.I),
+    re.compile(rf"{_HAVE}\s*{_ADV}(?P<drop>dropped|ditched)\s+", re.I),
+]
+_RETRACT_NEGATION = re.compile(r"\bno\s+longer\b|\b(?:do\s+not|does\s+not|don't|doesn't)\b(?=.*\b(?:any\s?more|any\s+longer)\b)", re.I)
+_SWITCH_FROM = re.compile(rf"(?P<passive>(?:\s+(?:was|were)|\s+(?:has|have)\s+been|'s\s+been)\s+)?{_HAVE}\s*{_ADV}{_MOVE}"
+                          rf"(?P<thing>(?:\s+(?!from\b)\S+){{0,6}}?)\s+from\s+", re.I)
+_SWITCH_TO = re.compile(rf"{_HAVE}\s*{_ADV}(?P<verb>switched|migrated)(?:\s+over)?\s+to\s+", re.I)
+_REPLACE = re.compile(rf"{_HAVE}\s*{_ADV}(?:replaced)\s+", re.I)
+_FAVOUR = re.compile(rf"{_HAVE}\s*{_ADV}(?:dropped|ditched|replaced|abandoned)\s+(?=.*\bin\s+favou?r\s+of\b)", re.I)
+_IS_NOW = re.compile(r"(?:\s+is|'s)\s+now\s+", re.I)
+_PREFERS = re.compile(rf"\s+{_ADV}(?:prefers|prefer)\s+", re.I)
+_USES = re.compile(rf"(?:\s+{_ADV}(?:uses|use)|{_BE}{_ADV}using|{_HAVE}\s*been\s+{_ADV}using|"
+                   rf"{_HAVE}\s*{_ADV}(?:started|began)\s+using)\s+", re.I)
+
+
+@dataclass(frozen=True)
+class _Said:
+    subject: str
+    predicate: str
+    object: str
+    cardinality: str
+    ends: bool = False  # a retraction: the date is when it stopped
+
+
+def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Said]] | None:
+    """(pattern name, what the sentence says), or None. ``sentence`` has code atoms and the date marker."""
+    retract_stripped = _RETRACT_NEGATION.sub(" ", sentence)
+    if _HEDGES.search(sentence) or _LOWER_MAY.search(sentence):
+        return None
+
+    def subject_before(match: re.Match, text: str = sentence) -> str | None:
+        return _subject(text[:match.start()], atoms, speaker)
+
+    # "X dropped A in favour of B", "X replaced A with B": a switch
+    for pattern, joiner in ((_FAVOUR, r"\s+in\s+favou?r\s+of\s+"), (_REPLACE, r"\s+with\s+")):
+        if _NEGATION.search(sentence):
+            break
+        for match in pattern.finditer(sentence):
+            subject = subject_before(match)
+            rest = sentence[match.end():]
+            split = re.search(joiner, rest, re.I)
+            if subject is None or split is None:
+                continue
+            old = _objects(rest[:split.start()] + " .", atoms, named=True)
+            new = _objects(rest[split.end():], atoms)
+            if len(old) == 1 and new:
+                return "switch", [_Said(subject, "uses", n, "many") for n in new] + [_Said(subject, "uses", old[0], "many", True)]
+    # retractions: the only negation allowed is the pattern's own
+    if not _NEGATION.search(retract_stripped):
+        for pattern in _RETRACT:
+            for match in pattern.finditer(sentence):
+                subject = subject_before(match)
+                if subject is None:
+                    continue
+                named = bool(match.groupdict().get("drop"))
+                objects = _objects(sentence[match.end():], atoms, named=named)
+                if objects:
+                    return "retract", [_Said(subject, "uses", o, "many", True) for o in objects]
+    if _NEGATION.search(sentence):
+        return None
+    for match in _SWITCH_FROM.finditer(sentence):
+        before = subject_before(match)
+        thing_words = _tokens(match.group("thing"))
+        rest = sentence[match.end():]
+        to = re.search(r"\s+to\s+", rest, re.I)
+        if to is None:
+            continue
+        if match.group("passive"):
+            if thing_words:
+                continue
+            subject = before
+        elif thing_words:
+            agent = sentence[:match.start()]
+            agent_words = [w.lower() for w in _tokens(re.split(r"[,:;§]", agent)[-1])]
+            if before is None and agent_words[-1:] not in (["i"], ["we"], ["you"], ["they"], ["team"]):
+                continue
+            subject = _name(thing_words, atoms, role="subject") if thing_words[0].lower() not in ("my", "our") \
+                else _subject(match.group("thing"), atoms, speaker)
+        else:
+            if match.group("verb").lower() == "moved" and _tokens(sentence[:match.start()])[-1:] in (["I"], ["i"]):
+                continue  # "I moved from Oslo to Bergen" is a home, not a tool
+            subject = before
+        if subject is None:
+            continue
+        old = _objects(rest[:to.start()] + " .", atoms)
+        new = _objects(rest[to.end():], atoms)
+        if len(old) == 1 and new:
+            return "switch", [_Said(subject, "uses", n, "many") for n in new] + [_Said(subject, "uses", old[0], "many", True)]
+    for match in _SWITCH_TO.finditer(sentence):
+        subject = subject_before(match)
+        objects = _objects(sentence[match.end():], atoms) if subject else []
+        if objects:
+            return "switch_to", [_Said(subject, "uses", o, "many") for o in objects]
+    for match in _IS_NOW.finditer(sentence):
+        subject = subject_before(match)
+        if subject is None or subject == USER:
+            continue
+        objects = _objects(sentence[match.end():], atoms, named=True)
+        if len(objects) == 1:
+            return "is_now", [_Said(subject, "is", objects[0], "one")]
+    for match in _PREFERS.finditer(sentence):
+        subject = subject_before(match)
+        objects = _objects(sentence[match.end():], atoms) if subject else []
+        if objects:
+            return "prefers", [_Said(subject, "prefers", o, "many") for o in objects]
+    for match in _USES.finditer(sentence):
+        verb = match.group(0).split()[-1].lower() if match.group(0).split() else ""
+        subject = subject_before(match)
+        if subject is None:
+            continue
+        if verb == "use" and not subject.startswith(USER):
+            continue  # "teams use X" after a plain noun is a generalisation, not a fact
+        rest = sentence[match.end():]
+        objects = _objects(rest, atoms)
+        if not objects:
+            continue
+        said = [_Said(subject, "uses", o, "many") for o in objects]
+        # "X now uses A instead of B": a change, B is no longer used
+        instead = re.match(r"(.*?)\s+instead\s+of\s+(.*)$", rest, re.I)
+        if instead and re.search(r"\bnow\b", match.group(0), re.I) and len(objects) == 1:
+            old = _objects(instead.group(2), atoms)
+            if len(old) == 1 and _objects(instead.group(1) + " .", atoms) == objects:
+                return "switch", said + [_Said(subject, "uses", old[0], "many", True)]
+        return "uses", said
+    return None
+
+
+def _prepare(sentence: str) -> tuple[str, list[str]]:
+    """Inline code → atoms; the text the fact shows."""
+    atoms: list[str] = []
+
+    def atom(match: re.Match) -> str:
+        atoms.append(match.group(1).strip())
+        return f"{_ATOM}{len(atoms) - 1}{_ATOM}"
+
+    return _INLINE_CODE.sub(atom, sentence), atoms
+
+
+def extract_text(text: str, reference_time: str, extracted_at: str) -> list[Assertion]:
+    """Every assertion the rules find in an episode's text, in sentence order, without duplicates."""
+    reference = times.parse_instant(reference_time, what="reference time").at
+    reference_stored = times.to_storage(reference)
+    found: list[Assertion] = []
+    seen: set[tuple] = set()
+    for speaker, sentence, kind, said, date in _matches(text, reference):
+        fact = sentence
+        for item in said:
+            when = date.at if date else reference_stored
+            evidence = date.evidence if date else "reference"
+            precision = date.precision if date else "instant"
+            if item.ends:
+                dates = dict(valid_at=None, invalid_at=when, invalid_at_evidence=evidence,
+                             invalid_at_precision=precision)
+            else:
+                dates = dict(valid_at=when, valid_at_evidence=evidence, valid_at_precision=precision)
+            try:
+                assertion = Assertion(subject=item.subject, predicate=item.predicate, object=item.object, fact=fact,
+                                      date_span=date.span if date else None, cardinality=item.cardinality,
+                                      extractor=NAME, extracted_at=extracted_at, **dates)
+            except ValidationError:
+                continue
+            key = (names.entity_key(assertion.subject), assertion.predicate, names.entity_key(assertion.object),
+                   assertion.valid_at, assertion.invalid_at)
+            if key not in seen:
+                seen.add(key)
+                found.append(assertion)
+    return found
+
+
+def _matches(text: str, reference: datetime) -> Iterator[tuple[str, str, str, list[_Said], Stated | None]]:
+    """(speaker, fact sentence, pattern, what it says, its date) for every sentence that says something."""
+    for speaker, raw in sentences(text):
+        if len(raw) > MAX_SENTENCE or raw.endswith("?"):
+            continue
+        coded, atoms = _prepare(raw)
+        try:
+            date = stated_date(coded, reference)
+        except _NoDate:
+            continue
+        if date is not None:
+            coded = f"{coded[:date.start]} § {coded[date.end:]}"
+        # parenthetical asides: "switched from SSH (git@…) to HTTPS"
+        coded = re.sub(r"\s+\([^()]*\)", "", coded)
+        coded = re.sub(r"\s+", " ", coded).strip()
+        found = _read(coded, atoms, speaker)
+        if found:
+            kind, said = found
+            yield speaker, _INLINE_CODE.sub(r"\1", raw), kind, said, date
+

@@ -1,0 +1,25 @@
+"""LLM replies kept in the database, so re-runs and retries of unchanged input cost no call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlite_utils import Database
+
+
+class ResponseCache:
+    """``get``/``put`` by key, over the ``llm_cache`` table; values are opaque text."""
+
+    def __init__(self, db: Database, now: Callable[[], str]):
+        self.db = db
+        self.now = now
+
+    def get(self, key: str) -> str | None:
+        row = self.db.execute("SELECT response FROM llm_cache WHERE key = ?", [key]).fetchone()
+        return None if row is None else row[0]
+
+    def put(self, key: str, text: str) -> None:
+        # Its own small write, outside the batch transaction: a reply paid for survives a crash.
+        self.db.execute(
+            "INSERT OR REPLACE INTO llm_cache (key, response, created_at) VALUES (?, ?, ?)", [key, text, self.now()]
+        )
