@@ -2,6 +2,7 @@
 
     python scripts/bench.py [--assertions 100000] [--entities 10000] [--seed 0] [--db PATH]
     python scripts/bench.py --parse [--parse-mb 200]     # parsing only: MB/s and peak memory
+    python scripts/bench.py --extract                    # LLM extraction against a local fake server
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -171,11 +172,43 @@ def parse_benchmark(total_mb: int) -> dict:
             "parse_targets": {"mb_per_s_min": 20, "peak_rss": "independent of file size"}}
 
 
+def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float = 0.3) -> dict:
+    """The LLM extractor against the local fake server with ``latency`` s per call."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from memctl.extract import Request
+    from memctl.extract.llm import LLMExtractor, make_client
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
+
+    class Cache(dict):
+        def put(self, key, text):
+            self[key] = text
+
+    now = datetime(2026, 11, 21, tzinfo=timezone.utc)
+    requests = [Request(f"ep_{n}", f"Service{n} uses Postgres since 3 March 2021. Service{n} uses Redis.",
+                        to_storage(START + timedelta(days=n))) for n in range(episodes)]
+    cache = Cache()
+    with FakeOpenAIServer(now, latency=latency) as server:
+        extractor = LLMExtractor(make_client(api_key=API_KEY, base_url=server.base_url), "fake-normal",
+                                 lambda: now, cache, concurrency=concurrency)
+        began = time.perf_counter()
+        first = [result for _, result in extractor.extract(requests)]
+        seconds = time.perf_counter() - began
+        rerun = [result for _, result in extractor.extract(requests)]
+    ideal = concurrency / latency
+    return {"extract_episodes": episodes, "extract_concurrency": concurrency, "extract_latency_s": latency,
+            "calls_per_episode": round(sum(r.calls for r in first) / episodes, 3),
+            "episodes_per_s": round(episodes / seconds, 2), "ideal_episodes_per_s": round(ideal, 2),
+            "share_of_ideal": round(episodes / seconds / ideal, 3),
+            "cached_rerun_calls": sum(r.calls for r in rerun),
+            "extract_targets": {"calls_per_episode_max": 1.05, "share_of_ideal_min": 0.9, "cached_rerun_calls": 0}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parse", action="store_true", help="only the parse benchmark (real Claude Code sample)")
     parser.add_argument("--parse-mb", type=int, default=200, help="size of the parse benchmark's large file")
     parser.add_argument("--parse-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--extract", action="store_true", help="only the LLM extraction benchmark (local fake server)")
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -186,6 +219,9 @@ def main() -> None:
         return
     if args.parse:
         print(json.dumps(parse_benchmark(args.parse_mb)))
+        return
+    if args.extract:
+        print(json.dumps(extract_benchmark()))
         return
     if args.db is not None and args.db.exists():
         parser.error(f"{args.db} already exists; the benchmark needs a fresh database")

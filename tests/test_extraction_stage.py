@@ -94,7 +94,7 @@ def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(c
     from datetime import datetime, timezone
     import sqlite3
 
-    from tests.test_extract_llm import API_KEY, FakeOpenAIServer
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
         _local_llm(monkeypatch, server, API_KEY)
@@ -119,7 +119,7 @@ def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tm
     from datetime import datetime, timezone
     import sqlite3
 
-    from tests.test_extract_llm import API_KEY, FakeOpenAIServer
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     chat = _chat_file(tmp_path)
     with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
