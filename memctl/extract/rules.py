@@ -18,6 +18,9 @@ sentence                                assertions
 "T was moved from A to B"               the same (passive)
 "X replaced A with B"                   the same as a switch from A to B
 "X dropped A in favour of B"            the same
+"X now uses A instead of B"             the same ("now" makes it a change; without it, only A)
+"`file.js` - Now uses Y" (a list item   (file.js, uses, Y): a label that is a link or `code` names
+labelled with a file or identifier)     the subject; a bold word ("**Fast**: uses …") does not
 "X is now Y"                            (X, is, Y), cardinality one (Y must be a name: capitalised,
                                         a number or `code`)
 "X no longer uses Y", "X stopped using  a retraction of (X, uses, Y): no valid_at, invalid_at =
@@ -57,9 +60,18 @@ Days are UTC days. ``date_span`` holds the words that carry the date ("on 20 Jun
 
 Never read: code blocks (``` and ~~~ fences, indented code), tables, lines that look like
 code, paths, logs, diffs or markup; questions; sentences with hedges or modals ("could",
-"should", "if", "maybe", "let's", "plan", "want", …); negated sentences (except the
-retraction patterns themselves); sentences over 300 characters. Names are short noun
-phrases: articles stripped, at most five words, no pronouns, no clauses.
+"should", "if", "maybe", "let's", "plan", "want", "I think", …); negated sentences (except
+the retraction patterns themselves); sentences over 300 characters.
+
+Names are short noun phrases: articles and markdown stripped, inline `code` kept as its
+text, at most five words, no pronouns, quantifiers ("everyone"), clauses ("to …", "that
+…", "working remotely"), lists ("A, B and C"; "A and B" gives two objects) or generic
+words ("the code", "the new structure", "support", "dark mode", "the main branch"). A plain
+noun with plural "use" ("teams use Slack") is a generalisation and gives nothing. "moved"
+and "replaced" need names on both sides (capitalised, a number or `code`: "moved the logo
+from the header to the footer" is no tool change), "I moved from Oslo to Bergen" is a home
+and gives nothing, and an object with a time word ("from Monday to Tuesday") is a
+reschedule.
 """
 
 from __future__ import annotations
@@ -355,6 +367,13 @@ _GENERIC_OBJECTS = {"support", "stuff", "thing", "things", "lot", "lots", "bit",
                     "variable", "approach", "format", "component", "property", "properties", "library", "api",
                     "method", "methods", "path", "paths", "name", "names", "tag", "tags", "it"}
 _ARTICLES = {"the", "a", "an"}
+_TIME_WORDS = set(_MONTH_NUMBER) | {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+                                    "today", "tomorrow", "yesterday", "tonight", "morning", "afternoon", "evening",
+                                    "night", "noon", "midnight", "week", "weekend", "month", "quarter", "year"}
+# an object ending in one of these is a place in an editor, a git state or a capability, not a tool
+_NOT_TOOLS = {"support", "compatibility", "branch", "window", "directory", "folder", "dir", "mode",
+              "view", "page", "screen", "file", "line", "lines", "commit", "step", "section", "meeting", "call",
+              "deadline", "position", "side", "top", "bottom", "left", "right", "end", "start", "beginning"}
 # lowercase words that end like a participle or an adverb but are names of things
 _NOT_VERBS = {"string", "strings", "thing", "things", "ring", "spring", "king", "ceiling", "bed", "red", "seed", "speed",
               "feed", "need", "shed", "bled", "embed", "sled", "supply", "apply", "family", "assembly", "fly",
@@ -379,6 +398,7 @@ _ADVERBS = {"now", "currently", "also", "still", "already", "actually", "mostly"
             "generally", "typically", "recently", "eventually", "completely", "fully", "gradually", "even",
             "definitely", "strongly", "much", "personally"}
 _ATOM = "\x01"  # inline code is replaced by \x01<n>\x01 while a sentence is analysed
+_DATE = "\x02"  # and its date phrase by this mark, which ends a name
 _WORD = re.compile(rf"{_ATOM}\d+{_ATOM}|\w+(?:[.'\-/+#]+\w+)*[+#]*(?:\(\))?|[^\w\s]")
 _GOOD_ATOM = re.compile(r"[\w.+#@/:\-]+(?:\(\))?|<\w[\w-]*>")
 
@@ -413,10 +433,12 @@ def _name(words: list[str], atoms: list[str], *, role: str) -> str | None:
         if any(w.isalpha() and w == word and w.endswith(("ing", "ly")) and w not in _NOT_VERBS
                for w, word in zip(lowered, words)):
             return None  # "prefers working remotely": a clause, not a thing
-        if lowered[-1] in ("support", "compatibility") or (
+        if any(w in _TIME_WORDS for w in lowered):
+            return None  # "moved the meeting from Monday to Tuesday": a reschedule, not a tool
+        if lowered[-1] in _NOT_TOOLS or (
             lowered[-1].endswith("ed") and lowered[-1] == words[-1] and lowered[-1] not in _NOT_VERBS
         ):
-            return None  # "dropped Python 2 support"; "uses Postgres 16 released (on …)"
+            return None  # "dropped Python 2 support", "switched to dark mode"; "uses Postgres 16 released (on …)"
     shown: list[str] = []
     for word in words:
         if word.startswith(_ATOM):
@@ -434,7 +456,7 @@ def _name(words: list[str], atoms: list[str], *, role: str) -> str | None:
 
 def _subject(prefix: str, atoms: list[str], speaker: str) -> str | None:
     """The subject a clause prefix names (text from the clause start to the verb), or None."""
-    segments = re.split(r"([,;§]|:|\s[-—–](?=\s|$)|[—–])", prefix)
+    segments = re.split(rf"([,;:{_DATE}]|\s[-—–](?=\s|$)|[—–])", prefix)
     words = _tokens(segments[-1])
     changed = True
     while changed and words:
@@ -481,7 +503,7 @@ def _subject(prefix: str, atoms: list[str], speaker: str) -> str | None:
 # a comma may end an object only before one of these (else it is a list or a run of adjectives)
 _AFTER_COMMA = {"which", "and", "but", "so", "because", "since", "as", "while", "although", "though", "then",
                 "where", "when", "who", "now", "too", "also", "we", "i", "it", "they", "he", "she", "you",
-                "thanks", "mostly", "mainly", "especially", "§"}
+                "thanks", "mostly", "mainly", "especially", _DATE}
 _OBJECT_STOP = _PREPOSITIONS | _CLAUSE | {"which", "that", "who", "whose", "where", "when", "instead", "rather",
                                            "anymore", "nowadays", "too", "now", "together", "exclusively",
                                            "because", "since", "there", "here", "again", "already", "well"}
@@ -491,7 +513,7 @@ _CLAUSE_STARTS = _PRONOUNS | {"then", "now", "also", "so", "therefore", "thus", 
 def _phrase(tokens: list[str], stops: set[str]) -> tuple[list[str], int]:
     """Words from the start up to the first stop word or punctuation: (words, index of the stop)."""
     for i, token in enumerate(tokens):
-        if token == "§" or not _is_word(token) or token.lower() in stops:
+        if token == _DATE or not _is_word(token) or token.lower() in stops:
             return tokens[:i], i
     return tokens, len(tokens)
 
@@ -553,13 +575,14 @@ _HAVE = r"(?:(?:\s+(?:have|has|had)|'ve|'s|'d)\s+)?"
 _BE = r"(?:\s+(?:is|are|am)|'re|'m|'s)\s+"
 _MOVE = r"(?P<verb>switched|moved|migrated)(?:\s+over)?"
 
+_ANYMORE = r"(?=.*\b(?:any\s?more|any\s+longer)\b)"
 _RETRACT = [
     re.compile(rf"(?:{_BE})?\s*no\s+longer\s+{_ADV}(?:uses|use|using)\s+", re.I),
-    re.compile(rf"(?:\s+(?:do|does)\s+not|\s+(?:don't|doesn't))\s+{_ADV}use\s+(?=.*\b(?:any\s?more|any\s+longer)\b)", re.I),
+    re.compile(rf"(?:\s+(?:do|does)\s+not|\s+(?:don't|doesn't))\s+{_ADV}use\s+{_ANYMORE}", re.I),
     re.compile(rf"{_HAVE}\s*{_ADV}(?:stopped|quit)\s+using\s+", re.I),
     re.compile(rf"{_HAVE}\s*{_ADV}(?P<drop>dropped|ditched)\s+", re.I),
 ]
-_RETRACT_NEGATION = re.compile(r"\bno\s+longer\b|\b(?:do\s+not|does\s+not|don't|doesn't)\b(?=.*\b(?:any\s?more|any\s+longer)\b)", re.I)
+_RETRACT_NEGATION = re.compile(rf"\bno\s+longer\b|\b(?:do\s+not|does\s+not|don't|doesn't)\b{_ANYMORE}", re.I)
 _SWITCH_FROM = re.compile(rf"(?P<passive>(?:\s+(?:was|were)|\s+(?:has|have)\s+been|'s\s+been)\s+)?{_HAVE}\s*{_ADV}{_MOVE}"
                           rf"(?P<thing>(?:\s+(?!from\b)\S+){{0,6}}?)\s+from\s+", re.I)
 _SWITCH_TO = re.compile(rf"{_HAVE}\s*{_ADV}(?P<verb>switched|migrated)(?:\s+over)?\s+to\s+", re.I)
@@ -578,6 +601,11 @@ class _Said:
     object: str
     cardinality: str
     ends: bool = False  # a retraction: the date is when it stopped
+
+
+def _switch(subject: str, old: str, new: list[str]) -> list[_Said]:
+    """From A to B: B is used from the date on, A ends then."""
+    return [_Said(subject, "uses", n, "many") for n in new] + [_Said(subject, "uses", old, "many", ends=True)]
 
 
 def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Said]] | None:
@@ -600,9 +628,9 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             if subject is None or split is None:
                 continue
             old = _objects(rest[:split.start()] + " .", atoms, named=True)
-            new = _objects(rest[split.end():], atoms)
+            new = _objects(rest[split.end():], atoms, named=True)
             if len(old) == 1 and new:
-                return "switch", [_Said(subject, "uses", n, "many") for n in new] + [_Said(subject, "uses", old[0], "many", True)]
+                return "switch", _switch(subject, old[0], new)
     # retractions: the only negation allowed is the pattern's own
     if not _NEGATION.search(retract_stripped):
         for pattern in _RETRACT:
@@ -629,7 +657,7 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             subject = before
         elif thing_words:
             agent = sentence[:match.start()]
-            agent_words = [w.lower() for w in _tokens(re.split(r"[,:;§]", agent)[-1])]
+            agent_words = [w.lower() for w in _tokens(re.split(rf"[,:;{_DATE}]", agent)[-1])]
             if before is None and agent_words[-1:] not in (["i"], ["we"], ["you"], ["they"], ["team"]):
                 continue
             subject = _name(thing_words, atoms, role="subject") if thing_words[0].lower() not in ("my", "our") \
@@ -640,10 +668,11 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             subject = before
         if subject is None:
             continue
-        old = _objects(rest[:to.start()] + " .", atoms)
-        new = _objects(rest[to.end():], atoms)
+        named = match.group("verb").lower() == "moved"  # "moved the logo from the header to the footer"
+        old = _objects(rest[:to.start()] + " .", atoms, named=named)
+        new = _objects(rest[to.end():], atoms, named=named)
         if len(old) == 1 and new:
-            return "switch", [_Said(subject, "uses", n, "many") for n in new] + [_Said(subject, "uses", old[0], "many", True)]
+            return "switch", _switch(subject, old[0], new)
     for match in _SWITCH_TO.finditer(sentence):
         subject = subject_before(match)
         objects = _objects(sentence[match.end():], atoms) if subject else []
@@ -678,14 +707,15 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
         if instead and re.search(r"\bnow\b", match.group(0), re.I) and len(objects) == 1:
             old = _objects(instead.group(2), atoms)
             if len(old) == 1 and _objects(instead.group(1) + " .", atoms) == objects:
-                return "switch", said + [_Said(subject, "uses", old[0], "many", True)]
+                return "switch", _switch(subject, old[0], objects)
         return "uses", said
     return None
 
 
 def _prepare(sentence: str) -> tuple[str, list[str]]:
-    """Inline code → atoms; the text the fact shows."""
+    """The sentence with inline code replaced by atoms, and the atoms' text."""
     atoms: list[str] = []
+    sentence = sentence.replace(_ATOM, " ").replace(_DATE, " ")  # the marks are ours alone
 
     def atom(match: re.Match) -> str:
         atoms.append(match.group(1).strip())
@@ -736,7 +766,7 @@ def _matches(text: str, reference: datetime) -> Iterator[tuple[str, str, str, li
         except _NoDate:
             continue
         if date is not None:
-            coded = f"{coded[:date.start]} § {coded[date.end:]}"
+            coded = f"{coded[:date.start]} {_DATE} {coded[date.end:]}"
         # parenthetical asides: "switched from SSH (git@…) to HTTPS"
         coded = re.sub(r"\s+\([^()]*\)", "", coded)
         coded = re.sub(r"\s+", " ", coded).strip()
