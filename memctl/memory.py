@@ -40,6 +40,7 @@ BATCH_SECONDS = 2.0
 # and how many earlier episodes of the same source it sees as context.
 EXTRACT_CHUNK = 64
 CONTEXT_EPISODES = 3
+PREDICATES_IN_PROMPT = 50
 
 
 @dataclass
@@ -243,12 +244,17 @@ class Memory:
                 stored.update(row[0] for row in self.db.execute(
                     f"SELECT id FROM episodes WHERE status = 'active' AND extraction != 'pending' AND id IN ({marks})",
                     ids).fetchall())
+            # The predicates in use, so a model keeps calling one relation by one name.
+            predicates = tuple(row[0] for row in self.db.execute(
+                "SELECT min(predicate) FROM assertions WHERE expired_at IS NULL GROUP BY predicate_key "
+                "ORDER BY count(*) DESC LIMIT ?", [PREDICATES_IN_PROMPT]).fetchall())
             requests, by_id = [], {}
             for episode in chunk:
                 if episode.format == "facts" or episode.id in stored or episode.id in by_id:
                     continue
                 context = recent.setdefault(episode.source, deque(maxlen=CONTEXT_EPISODES))
-                requests.append(Request(episode.id, episode.content, episode.reference_time, tuple(context)))
+                requests.append(Request(episode.id, episode.content, episode.reference_time, tuple(context),
+                                        predicates))
                 context.append(episode.content)
                 by_id[episode.id] = episode
             try:

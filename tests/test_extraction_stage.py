@@ -53,11 +53,19 @@ def test_invented_dates_are_guarded_and_nothing_is_extracted_twice(tmp_path):
                       ("Redis", "2024-04-01T10:00:00.000000Z", "reference")]
     states = dict(memory.db.execute("SELECT extraction, count(*) FROM episodes GROUP BY extraction").fetchall())
     assert states == {"done": 2, "failed": 1}
-    # the second episode saw the first as context
+    # the second episode saw the first as context, and the predicates already in use
     assert extractor.requests[1].context == (extractor.requests[0].text,)
+    assert extractor.requests[0].predicates == ()
+    facts = write_jsonl(tmp_path / "f.jsonl", [{"reference_time": "2024-01-01", "facts": [
+        {"subject": "svc", "predicate": "depends on", "object": "Kafka"}]}])
+    memory.ingest([facts], IngestOptions(), extractor=extractor)
+    more = write_jsonl(tmp_path / "more.jsonl", [{"role": "user", "content": "and search? billing uses Elastic",
+                                                   "timestamp": "2024-06-01T10:00:00Z"}])
+    memory.ingest([more], IngestOptions(), extractor=extractor)
+    assert set(extractor.requests[-1].predicates) == {"uses", "depends on"}
     again = memory.ingest([chat], IngestOptions(), extractor=extractor)
     assert (again.extraction_calls, again.added, again.already_present) == (0, 0, 3)
-    assert len(extractor.requests) == 3
+    assert len(extractor.requests) == 4
 
 
 def test_without_an_extractor_log_episodes_wait_as_pending(tmp_path):
