@@ -120,7 +120,7 @@ def ingest(
     options = IngestOptions(format=format, reference_time=_instant(reference_time, "--reference-time"),
                             from_mtime=from_mtime, tz=tz)
     if dry_run:
-        from memctl.memory import preview
+        from memctl.ingest import preview
 
         rows = list(preview(paths, options))
         if as_json:

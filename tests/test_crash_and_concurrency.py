@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from memctl.memory import BATCH_EPISODES
+from memctl.ingest import BATCH_EPISODES
 
 RUN_TIMEOUT = 120  # seconds; a generous bound for any single CLI run
 POLL_INTERVAL = 0.005

@@ -198,8 +198,8 @@ def test_as_of_boundaries_hold_for_every_fact(made, offset_minutes):
 
 
 def test_batches_close_at_their_size_or_their_age():
-    from memctl.memory import _batches
+    from memctl.ingest import batches
 
-    assert list(_batches(range(5), 2, seconds=3600)) == [[0, 1], [2, 3], [4]]
+    assert list(batches(range(5), 2, seconds=3600)) == [[0, 1], [2, 3], [4]]
     # an age bound of zero closes every batch at once: a slow source commits each episode
-    assert list(_batches(range(3), 1000, seconds=0)) == [[0], [1], [2]]
+    assert list(batches(range(3), 1000, seconds=0)) == [[0], [1], [2]]
