@@ -111,6 +111,7 @@ def ingest(
     Every episode is dated by its own record's time; files without one need
     --reference-time or --from-mtime. Exit 1 when a file was refused or a line was
     malformed (the rest is kept).
+
     Example: memctl ingest ~/.claude/projects --from-mtime
     """
     from memctl.sources import IngestOptions
