@@ -287,6 +287,39 @@ def undo(
     console.print(_table(title, ["effect", "fact", "valid", "now ends"], rows))
 
 
+repair_app = typer.Typer(help="Fix damage in what is stored, previewed first and undoable.", no_args_is_help=True)
+app.add_typer(repair_app, name="repair")
+
+
+@repair_app.command("midnight-hallucinations")
+def repair_midnight_hallucinations(
+    apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Fix dates an LLM invented as "today at 00:00" (DESIGN §4), and nothing looser.
+
+    A valid_at at clean midnight on the day the assertion was extracted becomes the
+    episode's time; such an invalid_at is cleared. Undo with: memctl undo OPERATION_ID.
+
+    Example: memctl repair midnight-hallucinations --apply
+    """
+    result = _memory().repair_midnights(apply=apply)
+    if as_json:
+        _print_json({k: result[k] for k in ("valid_at_fixed", "invalid_at_cleared", "skipped", "applied",
+                                            "operation_id")})
+        return
+    console = _console()
+    console.print(_table("Sample of the changes", ["fact", "date", "old → new", "episode time"], [
+        [fix["fact"], fix["column"], f"{_day(fix['old'])} → {_day(fix['new']) if fix['new'] else 'none'}",
+         _day(fix["reference_time"])] for fix in result["sample"]
+    ]))
+    totals = [["valid_at fixed", result["valid_at_fixed"]], ["invalid_at cleared", result["invalid_at_cleared"]]]
+    totals += [[f"skipped: {reason}", n] for reason, n in result["skipped"].items()]
+    totals.append(["applied", f"yes, operation {result['operation_id']} (memctl undo {result['operation_id']})"
+                   if result["applied"] else "no: pass --apply"])
+    console.print(_table("Repair midnight-hallucinations", ["", ""], totals))
+
+
 @app.command()
 def episodes(
     source: Annotated[Optional[Path], typer.Option("--source", help="Only episodes from this file.")] = None,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from memctl import names, recall as recall_module, times
+from memctl import names, recall as recall_module, repair, times
 from memctl.errors import MemctlError
 from memctl.extract import Extractor, Request
 from memctl.extract.guard import guard
@@ -207,7 +207,8 @@ class Memory:
                 continue
             kind = self.db.execute("SELECT kind FROM operations WHERE id = ?", found).fetchone()[0]
             if kind != "ingest":
-                raise MemctlError(f"{found[0]} is a {kind} operation; only ingest operations and episodes can be undone")
+                raise MemctlError(f"{found[0]} is a {kind} operation; undo takes episodes, ingest operations, "
+                                  "or a repair operation on its own")
             rows = self.db.execute("SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", found).fetchall()
             if not rows:
                 raise MemctlError(f"{found[0]} has no episodes left: they were purged or ingested again by a later operation")
@@ -223,7 +224,13 @@ class Memory:
         return list(episode_ids)
 
     def undo(self, targets: list[str], *, source: Path | None = None, apply: bool = False, purge: bool = False) -> dict:
-        """Remove episodes (and with ``purge`` their content, for good). A preview unless ``apply``."""
+        """Remove episodes (and with ``purge`` their content, for good), or put back what a
+        repair changed. A preview unless ``apply``."""
+        if len(targets) == 1 and source is None and not purge:
+            found = self._lookup("operations", targets[0])
+            if len(found) == 1 and self.db.execute(
+                    "SELECT kind FROM operations WHERE id = ?", found).fetchone()[0] == "repair":
+                return self._undo_repair(found[0], apply=apply)
         episode_ids = self.resolve_targets(targets, source)
         plan: dict = {}
         try:
@@ -255,6 +262,52 @@ class Memory:
                     [at, json.dumps({"episodes": len(chosen), **counts}), json.dumps(chosen), operation_id],
                 )
                 plan.update(applied=True, operation_id=operation_id)
+        except _DryRun:
+            pass
+        return plan
+
+    def repair_midnights(self, *, apply: bool = False) -> dict:
+        """DESIGN §4 ``repair midnight-hallucinations``: a plan, or with ``apply`` one journaled change."""
+        with write_transaction(self.db):
+            repair_plan = repair.plan(self.db)
+            result = {**repair_plan.counts(), "applied": False, "operation_id": None,
+                      "sample": [vars(fix) for fix in repair_plan.fixes[:20]]}
+            if not apply or not repair_plan.fixes:
+                return result
+            at = transaction_time(self.db, self.clock)
+            operation_id = _new_operation_id()
+            self._record_operation(operation_id, "repair", at, {"repair": "midnight-hallucinations"}, "done")
+            changes = self._apply(at, repair.apply(self.db, repair_plan, operation_id))
+            counts = {**repair_plan.counts(), "facts_created": len(changes.inserted), "facts_expired": len(changes.expired)}
+            self.db.execute("UPDATE operations SET finished_at = ?, counts = ? WHERE id = ?",
+                            [at, json.dumps(counts), operation_id])
+        return {**result, "applied": True, "operation_id": operation_id}
+
+    def _undo_repair(self, operation_id: str, *, apply: bool) -> dict:
+        """Put back every date a repair changed; a plan unless ``apply``."""
+        plan: dict = {}
+        try:
+            with write_transaction(self.db):
+                status = self.db.execute("SELECT status FROM operations WHERE id = ?", [operation_id]).fetchone()[0]
+                if status == "undone":
+                    return {"episodes": [], "already_undone": [operation_id], "purge": False, "removed": [],
+                            "reopened": [], "changed": [], "added": [], "applied": False, "operation_id": None}
+                at = transaction_time(self.db, self.clock)
+                touched = repair.restore(self.db, operation_id)
+                before = current_facts(self.db, touched.slots)
+                self._apply(at, touched)
+                plan = {"episodes": [], "repair": operation_id, "already_undone": [], "purge": False,
+                        **_classify(self.db, before, current_facts(self.db, touched.slots)),
+                        "applied": False, "operation_id": None}
+                if not apply:
+                    raise _DryRun
+                undo_id = _new_operation_id()
+                self._record_operation(undo_id, "undo", at, {"targets": [operation_id]}, "done")
+                self.db.execute("UPDATE operations SET finished_at = ?, counts = ? WHERE id = ?",
+                                [at, json.dumps({k: len(plan[k]) for k in ("removed", "reopened", "changed", "added")}),
+                                 undo_id])
+                self.db.execute("UPDATE operations SET status = 'undone' WHERE id = ?", [operation_id])
+                plan.update(applied=True, operation_id=undo_id)
         except _DryRun:
             pass
         return plan

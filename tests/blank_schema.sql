@@ -91,7 +91,21 @@ CREATE TABLE operations (
             counts TEXT,                   -- JSON: what it did
             episode_ids TEXT               -- JSON: episodes an undo removed
         );
+CREATE TABLE repairs (
+            operation_id TEXT NOT NULL REFERENCES operations(id),
+            assertion_id INTEGER NOT NULL REFERENCES assertions(id),
+            column_name TEXT NOT NULL,     -- valid_at | invalid_at
+            old_value TEXT,
+            old_evidence TEXT,
+            old_precision TEXT,
+            new_value TEXT,
+            PRIMARY KEY (operation_id, assertion_id, column_name)
+        ) WITHOUT ROWID;
 CREATE INDEX assertions_episode ON assertions(episode_id);
+CREATE INDEX assertions_midnight_invalid ON assertions(episode_id) WHERE expired_at IS NULL
+            AND substr(invalid_at, 11) = 'T00:00:00.000000Z' AND substr(invalid_at, 1, 10) = substr(extracted_at, 1, 10);
+CREATE INDEX assertions_midnight_valid ON assertions(episode_id) WHERE expired_at IS NULL
+            AND substr(valid_at, 11) = 'T00:00:00.000000Z' AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
 CREATE INDEX assertions_object ON assertions(object_id);
 CREATE INDEX assertions_slot ON assertions(subject_id, predicate_key);
 CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');

@@ -152,3 +152,30 @@ def extraction(db: Database) -> None:
         );
         """
     )
+
+
+@migrations(name="0003_repairs")
+def repairs(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- Every date a repair changed, so that undoing the repair restores it byte for byte.
+        CREATE TABLE repairs (
+            operation_id TEXT NOT NULL REFERENCES operations(id),
+            assertion_id INTEGER NOT NULL REFERENCES assertions(id),
+            column_name TEXT NOT NULL,     -- valid_at | invalid_at
+            old_value TEXT,
+            old_evidence TEXT,
+            old_precision TEXT,
+            new_value TEXT,
+            PRIMARY KEY (operation_id, assertion_id, column_name)
+        ) WITHOUT ROWID;
+
+        -- The "today @ 00:00" signature of DESIGN §4, as partial indexes: finding the
+        -- suspects among a million assertions reads only the suspects.
+        CREATE INDEX assertions_midnight_valid ON assertions(episode_id) WHERE expired_at IS NULL
+            AND substr(valid_at, 11) = 'T00:00:00.000000Z' AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
+        CREATE INDEX assertions_midnight_invalid ON assertions(episode_id) WHERE expired_at IS NULL
+            AND substr(invalid_at, 11) = 'T00:00:00.000000Z' AND substr(invalid_at, 1, 10) = substr(extracted_at, 1, 10);
+        """
+    )

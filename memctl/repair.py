@@ -1,0 +1,129 @@
+"""``repair midnight-hallucinations``: the "today @ 00:00" signature of DESIGN §4, and
+nothing looser.
+
+- ``valid_at`` at clean midnight (every fraction digit zero) on the UTC day the assertion
+  was extracted, and not the episode's reference time → the episode's reference time
+  (evidence ``repair``).
+- ``invalid_at`` at clean midnight on the day it was extracted → null.
+- Never touched, and counted as skipped with the reason: microsecond times on that day
+  (a supersession chain), midnights on any other day, and dates the episode's text
+  states (the same check as the date guard's).
+
+Suspects come from one query on partial indexes that hold exactly the signature; every
+change is journaled in ``repairs`` so that undoing the repair restores the old bytes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from sqlite_utils import Database
+
+from memctl.extract.guard import stated_days
+from memctl.store import in_chunks
+from memctl.store.episodes import Touched
+
+MIDNIGHT = "T00:00:00.000000Z"
+
+
+def _signature(column: str) -> str:
+    """Matches the partial index of that column (schema 0003) word for word, so it is used."""
+    return (f"a.expired_at IS NULL AND substr(a.{column}, 11) = '{MIDNIGHT}' "
+            f"AND substr(a.{column}, 1, 10) = substr(a.extracted_at, 1, 10)")
+
+
+@dataclass
+class Fix:
+    assertion_id: int
+    column: str  # valid_at | invalid_at
+    old: str
+    new: str | None
+    fact: str
+    reference_time: str
+
+
+@dataclass
+class RepairPlan:
+    fixes: list[Fix] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+
+    def counts(self) -> dict:
+        return {
+            "valid_at_fixed": sum(f.column == "valid_at" for f in self.fixes),
+            "invalid_at_cleared": sum(f.column == "invalid_at" for f in self.fixes),
+            "skipped": dict(sorted(self.skipped.items())),
+        }
+
+
+def plan(db: Database) -> RepairPlan:
+    result = RepairPlan()
+    for column in ("valid_at", "invalid_at"):
+        # Streamed: the episode text is needed only for the suspects, one row at a time.
+        for assertion_id, value, fact, reference_time, content, end, extracted_at in db.execute(
+            f"""SELECT a.id, a.{column}, a.fact, e.reference_time, e.content, a.invalid_at, a.extracted_at
+                FROM assertions a JOIN episodes e ON e.id = a.episode_id WHERE {_signature(column)}"""
+        ):
+            end_stays = end is not None and not (end.endswith(MIDNIGHT) and end[:10] == extracted_at[:10])
+            if column == "valid_at" and value == reference_time:
+                result.skipped["midnight that is the episode's own time"] += 1
+            elif value[:10] in stated_days(content, reference_time):
+                result.skipped["a day the episode's text states"] += 1
+            elif column == "valid_at" and end_stays and end <= reference_time:
+                result.skipped["the repaired start would not be before its stated end"] += 1
+            else:
+                result.fixes.append(Fix(assertion_id, column, value, reference_time if column == "valid_at" else None,
+                                        fact, reference_time))
+        near_misses = db.execute(
+            f"""SELECT
+                  sum(substr({column}, 1, 10) = substr(extracted_at, 1, 10) AND substr({column}, 11) != '{MIDNIGHT}'),
+                  sum(substr({column}, 11) = '{MIDNIGHT}' AND substr({column}, 1, 10) != substr(extracted_at, 1, 10))
+                FROM assertions WHERE expired_at IS NULL AND {column} IS NOT NULL"""
+        ).fetchone()
+        result.skipped[f"{column} with microseconds on the extraction day"] += near_misses[0] or 0
+        result.skipped[f"{column} midnight on another day"] += near_misses[1] or 0
+    result.skipped = Counter({reason: n for reason, n in result.skipped.items() if n})
+    return result
+
+
+def apply(db: Database, repair_plan: RepairPlan, operation_id: str) -> Touched:
+    """Write the fixes and their journal; returns the slots and entities to recompute."""
+    for fix in repair_plan.fixes:
+        evidence, precision = ("repair", "instant") if fix.new is not None else (None, None)
+        db.execute(
+            f"""INSERT INTO repairs (operation_id, assertion_id, column_name, old_value, old_evidence, old_precision,
+                                     new_value)
+                SELECT ?, id, ?, {fix.column}, {fix.column}_evidence, {fix.column}_precision, ?
+                FROM assertions WHERE id = ?""",
+            [operation_id, fix.column, fix.new, fix.assertion_id],
+        )
+        db.execute(
+            f"UPDATE assertions SET {fix.column} = ?, {fix.column}_evidence = ?, {fix.column}_precision = ? WHERE id = ?",
+            [fix.new, evidence, precision, fix.assertion_id],
+        )
+    return _touched(db, [fix.assertion_id for fix in repair_plan.fixes])
+
+
+def restore(db: Database, operation_id: str) -> Touched:
+    """Put back every date the repair ``operation_id`` changed, exactly as it was."""
+    rows = db.execute(
+        "SELECT assertion_id, column_name, old_value, old_evidence, old_precision FROM repairs WHERE operation_id = ?",
+        [operation_id],
+    ).fetchall()
+    for assertion_id, column, value, evidence, precision in rows:
+        db.execute(
+            f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
+            [value, evidence, precision, assertion_id],
+        )
+    return _touched(db, [row[0] for row in rows])
+
+
+def _touched(db: Database, assertion_ids: list[int]) -> Touched:
+    touched = Touched()
+    for chunk, marks in in_chunks(sorted(set(assertion_ids))):
+        for subject_id, predicate_key, object_id in db.execute(
+            f"SELECT subject_id, predicate_key, object_id FROM assertions WHERE id IN ({marks})", chunk
+        ).fetchall():
+            touched.slots.add((subject_id, predicate_key))
+            touched.entities.update((subject_id, object_id))
+    return touched

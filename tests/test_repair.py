@@ -1,0 +1,121 @@
+"""repair midnight-hallucinations (DESIGN §4) on damaged data migrated from another system."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+from tests.conftest import write_jsonl
+
+EXTRACTED = "2025-06-10T14:22:05Z"  # the day the other system ran its LLM over everything
+TODAY_MIDNIGHT = "2025-06-10T00:00:00Z"
+
+
+def iso(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def legacy_dataset(path) -> dict:
+    """264 historical episodes, 1,384 assertions, damaged like the report in DESIGN §3."""
+    rng = random.Random(1384)
+    references = [datetime(2023, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=rng.randrange(700 * 24 * 60),
+                                                                       seconds=rng.randrange(1, 59))
+                  for _ in range(264)]
+    kinds = (["invented_start"] * 771 + ["invented_end"] * 100 + ["microsecond_end"] * 60
+             + ["genuine_end"] * 205 + ["open"] * 239 + ["midnight_own_day"] * 6 + ["retraction"] * 3)
+    assert len(kinds) == 1384
+    rng.shuffle(kinds)
+    lines = [{"reference_time": iso(ref), "source_id": f"legacy-{n}", "extracted_at": EXTRACTED,
+              "content": f"Conversation {n} about services.", "facts": []} for n, ref in enumerate(references)]
+    for i, kind in enumerate(kinds):
+        line = lines[i % 264]
+        ref = references[i % 264]
+        genuine = ref - timedelta(days=rng.randrange(1, 400), seconds=rng.randrange(86400))
+        fact = {"subject": f"service{i % 97}", "predicate": f"uses{i % 7}", "object": f"tool{i}", "cardinality": "many"}
+        if kind == "invented_start":
+            fact["valid_at"] = TODAY_MIDNIGHT
+        elif kind == "retraction":
+            fact.update(retracted=True, invalid_at=iso(genuine))
+        elif kind == "midnight_own_day":
+            fact["valid_at"] = ref.strftime("%Y-%m-%dT00:00:00Z")
+        else:
+            fact["valid_at"] = iso(genuine)
+            if kind == "invented_end":
+                fact["invalid_at"] = TODAY_MIDNIGHT
+            elif kind == "microsecond_end":
+                fact["invalid_at"] = "2025-06-10T09:13:44.%06dZ" % rng.randrange(1, 999999)
+            elif kind == "genuine_end":
+                fact["invalid_at"] = iso(genuine + timedelta(days=rng.randrange(1, 30)))
+        line["facts"].append(fact)
+    write_jsonl(path, lines)
+    return {kind: kinds.count(kind) for kind in set(kinds)}
+
+
+def dump(db) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT * FROM assertions ORDER BY id").fetchall()
+
+
+def test_repair_fixes_exactly_the_signature_and_undo_restores_the_bytes(cli, db_path, tmp_path):
+    counts = legacy_dataset(tmp_path / "legacy.jsonl")
+    assert cli("ingest", tmp_path / "legacy.jsonl").code == 0
+    before = dump(db_path)
+
+    preview = cli("repair", "midnight-hallucinations", "--json")
+    assert preview.code == 0, preview.err
+    planned = preview.json()
+    assert (planned["valid_at_fixed"], planned["invalid_at_cleared"], planned["applied"]) == (
+        counts["invented_start"], counts["invented_end"], False)
+    assert planned["skipped"]["invalid_at with microseconds on the extraction day"] == counts["microsecond_end"]
+    assert dump(db_path) == before  # the dry run changed nothing
+
+    done = cli("repair", "midnight-hallucinations", "--apply", "--json").json()
+    assert done["applied"] and done["operation_id"].startswith("op_")
+    after = dump(db_path)
+    with sqlite3.connect(db_path) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(assertions)")]
+        references = dict(conn.execute("SELECT id, reference_time FROM episodes").fetchall())
+        episode_of = dict(conn.execute("SELECT id, episode_id FROM assertions").fetchall())
+    changed = {"valid_at": 0, "invalid_at": 0}
+    for old, new in zip(before, after):
+        old_row, new_row = dict(zip(columns, old)), dict(zip(columns, new))
+        differing = {c for c in columns if old_row[c] != new_row[c]}
+        if not differing:
+            continue
+        if "valid_at" in differing:
+            assert old_row["valid_at"] == "2025-06-10T00:00:00.000000Z"
+            assert new_row["valid_at"] == references[episode_of[new_row["id"]]]
+            assert (new_row["valid_at_evidence"], new_row["valid_at_precision"]) == ("repair", "instant")
+            changed["valid_at"] += 1
+        if "invalid_at" in differing:
+            assert old_row["invalid_at"] == "2025-06-10T00:00:00.000000Z" and new_row["invalid_at"] is None
+            changed["invalid_at"] += 1
+        assert differing <= {"valid_at", "valid_at_evidence", "valid_at_precision",
+                             "invalid_at", "invalid_at_evidence", "invalid_at_precision"}
+    assert changed == {"valid_at": counts["invented_start"], "invalid_at": counts["invented_end"]}
+    assert cli("rebuild", "--json").json()["facts_created"] == 0
+
+    again = cli("repair", "midnight-hallucinations", "--json").json()
+    assert (again["valid_at_fixed"], again["invalid_at_cleared"]) == (0, 0)
+
+    undone = cli("undo", done["operation_id"], "--apply", "--json")
+    assert undone.code == 0, undone.err
+    assert dump(db_path) == before  # every repaired date back, byte for byte
+    assert cli("rebuild", "--json").json()["facts_created"] == 0
+    kinds = [op["kind"] for op in cli("operations", "--json").json()]
+    assert kinds == ["ingest", "repair", "undo"]
+    twice = cli("undo", done["operation_id"], "--apply")
+    assert twice.code == 0 and "already undone" in twice.out
+
+
+def test_a_date_the_text_states_is_never_repaired(cli, db_path, tmp_path):
+    write_jsonl(tmp_path / "f.jsonl", [{
+        "reference_time": "2024-02-01T10:00:00Z", "extracted_at": EXTRACTED,
+        "content": "The cutover to Postgres is planned for 10 June 2025.",
+        "facts": [{"subject": "billing", "predicate": "uses", "object": "Postgres", "valid_at": TODAY_MIDNIGHT}],
+    }])
+    assert cli("ingest", tmp_path / "f.jsonl").code == 0
+    result = cli("repair", "midnight-hallucinations", "--apply", "--json").json()
+    assert (result["valid_at_fixed"], result["applied"]) == (0, False)
+    assert result["skipped"] == {"a day the episode's text states": 1}
