@@ -287,6 +287,32 @@ def undo(
     console.print(_table(title, ["effect", "fact", "valid", "now ends"], rows))
 
 
+@app.command()
+def retry(
+    targets: Annotated[Optional[list[str]], typer.Argument(help="Episode or ingest-operation ids, or unique prefixes.")] = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Every episode whose extraction failed or is pending.")] = False,
+    extractor: Annotated[str, typer.Option("--extractor", help="auto, llm or rules (as for ingest).")] = "auto",
+    model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
+    as_json: JsonOption = False,
+) -> None:
+    """Extract episodes again from their stored text and swap their assertions at once.
+
+    The old assertions stay in the history (recall --known-at still sees them).
+
+    Example: memctl retry --failed --model gpt-4o-mini
+    """
+    if not targets and not failed:
+        raise MemctlError("name episodes to retry, or pass --failed")
+    memory = _memory()
+    result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency), failed=failed)
+    if as_json:
+        _print_json(result)
+        return
+    _console().print(_table("Retry", ["", ""], [[k.replace("_", " "), len(v) if isinstance(v, list) else v]
+                                                for k, v in result.items()]))
+
+
 repair_app = typer.Typer(help="Fix damage in what is stored, previewed first and undoable.", no_args_is_help=True)
 app.add_typer(repair_app, name="repair")
 

@@ -12,7 +12,7 @@ import json
 import secrets
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -27,7 +27,7 @@ from memctl.ingest import BATCH_EPISODES, IngestReport, batches, read_sources
 from memctl.sources import IngestOptions
 from memctl.store import in_chunks
 from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
-from memctl.store.episodes import Touched, sort_new, store_episodes, expire_episodes, purge_episodes, touched_by
+from memctl.store.episodes import Touched, replace_assertions, sort_new, store_episodes, expire_episodes, purge_episodes, touched_by
 from memctl.store.facts import SlotChanges, current_facts, recompute_slots, rename_entities
 
 # Episodes handed to an extractor at once (an LLM extractor runs them concurrently),
@@ -120,10 +120,7 @@ class Memory:
                 results = []
             for request, result in results:
                 episode = by_id[request.episode_id]
-                report.extraction_calls += result.calls
-                report.cache_hits += result.cache_hit
-                report.input_tokens += result.input_tokens
-                report.output_tokens += result.output_tokens
+                _count_result(report, result)
                 if result.error is not None:
                     report.extraction_failures += 1
                     episode.extraction, episode.extraction_error = "failed", result.error
@@ -265,6 +262,63 @@ class Memory:
         except _DryRun:
             pass
         return plan
+
+    def retry(self, targets: list[str], extractor: Extractor, *, failed: bool = False) -> dict:
+        """Re-extract episodes from their stored content; swap their assertions in one transaction."""
+        if failed:
+            ids = [row[0] for row in self.db.execute(
+                "SELECT id FROM episodes WHERE status = 'active' AND extraction IN ('failed', 'pending') "
+                "ORDER BY reference_time, id").fetchall()]
+        else:
+            ids = self.resolve_targets(targets)
+        rows = []
+        for chunk, marks in in_chunks(ids):
+            rows += self.db.execute(
+                f"SELECT id, content, reference_time, source, position, extraction FROM episodes "
+                f"WHERE status = 'active' AND id IN ({marks}) ORDER BY reference_time, id", chunk).fetchall()
+        structured = [row[0] for row in rows if row[5] == "structured"]
+        if structured:
+            raise MemctlError(f"{structured[0]} came with its assertions (--format facts): nothing to re-extract; "
+                              "correct the file, undo the episode and ingest it again")
+        report = IngestReport(extractor=extractor.name)
+        retried = {row[0]: _Retried(row[0], row[2]) for row in rows}
+        requests = [Request(row[0], row[1], row[2], self._context(row[3], row[4])) for row in rows]
+        for request, result in extractor.extract(requests):  # outside the write lock: model calls are slow
+            episode = retried[request.episode_id]
+            _count_result(report, result)
+            if result.error is not None:
+                report.extraction_failures += 1
+                episode.extraction, episode.extraction_error = "failed", result.error
+                continue
+            for assertion in result.assertions:
+                guarded, changes = guard(assertion, request.text, request.reference_time)
+                report.guard_changes += len(changes)
+                episode.assertions.append(guarded)
+        episodes = list(retried.values())
+        operation_id = None
+        if episodes:
+            with write_transaction(self.db):
+                at = transaction_time(self.db, self.clock)
+                operation_id = _new_operation_id()
+                self._record_operation(operation_id, "retry", at, {"episodes": ids, "extractor": extractor.name}, "done")
+                changes = self._apply(at, replace_assertions(self.db, episodes, at))
+                counts = {"episodes": len(episodes), "assertions": sum(len(e.assertions) for e in episodes),
+                          "failures": report.extraction_failures, "model_calls": report.extraction_calls,
+                          "cache_hits": report.cache_hits, "guard_changes": report.guard_changes,
+                          "facts_created": len(changes.inserted), "facts_expired": len(changes.expired)}
+                self.db.execute("UPDATE operations SET finished_at = ?, counts = ?, episode_ids = ? WHERE id = ?",
+                                [at, json.dumps(counts), json.dumps(ids), operation_id])
+        return {"episodes": [e.id for e in episodes], "extractor": extractor.name,
+                "assertions": sum(len(e.assertions) for e in episodes), "failures": report.extraction_failures,
+                "model_calls": report.extraction_calls, "cache_hits": report.cache_hits,
+                "guard_changes": report.guard_changes, "operation_id": operation_id}
+
+    def _context(self, source: str, position: int) -> tuple[str, ...]:
+        """The episodes just before this one in its source, oldest first, as ingest gave them."""
+        rows = self.db.execute(
+            "SELECT content FROM episodes WHERE source = ? AND position < ? AND status = 'active' "
+            "ORDER BY position DESC LIMIT ?", [source, position, CONTEXT_EPISODES]).fetchall()
+        return tuple(row[0] for row in reversed(rows))
 
     def repair_midnights(self, *, apply: bool = False) -> dict:
         """DESIGN §4 ``repair midnight-hallucinations``: a plan, or with ``apply`` one journaled change."""
@@ -438,6 +492,24 @@ class Memory:
              "command": json.loads(r[5] or "{}"), "counts": json.loads(r[6] or "{}")}
             for r in rows
         ]
+
+
+@dataclass
+class _Retried:
+    """What a retry writes for one stored episode: its new assertions and extraction state."""
+
+    id: str
+    reference_time: str
+    assertions: list = field(default_factory=list)
+    extraction: str = "done"
+    extraction_error: str | None = None
+
+
+def _count_result(report: IngestReport, result) -> None:
+    report.extraction_calls += result.calls
+    report.cache_hits += result.cache_hit
+    report.input_tokens += result.input_tokens
+    report.output_tokens += result.output_tokens
 
 
 def _classify(db: Database, before: list[dict], after: list[dict]) -> dict[str, list[dict]]:

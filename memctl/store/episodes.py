@@ -98,6 +98,13 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
             for e in to_store
         ],
     )
+    result.assertions, slots = insert_assertions(db, to_store, at)
+    result.touched.slots |= slots
+
+
+def insert_assertions(db: Database, to_store: list[Episode], at: str) -> tuple[int, set[Slot]]:
+    """The episodes' assertions as new rows; how many, and the slots they touch."""
+    slots: set[Slot] = set()
     forms = {form for e in to_store for a in e.assertions for form in (a.subject, a.object)}
     ids_by_form = entity_ids(db, forms, at)
     rows = []
@@ -117,7 +124,7 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
                 a.invalid_at_evidence, a.invalid_at_precision, a.date_span, a.cardinality, a.extractor,
                 a.extracted_at or at, at,
             ))
-            result.touched.slots.add((subject_id, predicate_key))
+            slots.add((subject_id, predicate_key))
     name_from_new_mentions(db, first_mentions)
     db.conn.executemany(
         """
@@ -128,7 +135,22 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
         """,
         rows,
     )
-    result.assertions = len(rows)
+    return len(rows), slots
+
+
+def replace_assertions(db: Database, episodes: list[Episode], at: str) -> Touched:
+    """Retry: each episode's active assertions expire at ``at`` and its new ones take their
+    place. The old ones stay in the history, so ``--known-at`` still sees them."""
+    ids = [e.id for e in episodes]
+    touched = touched_by(db, ids, active_only=True)
+    for chunk, marks in in_chunks(ids):
+        db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
+                   [at, *chunk])
+    _, slots = insert_assertions(db, episodes, at)
+    touched.slots |= slots
+    db.conn.executemany("UPDATE episodes SET extraction = ?, extraction_error = ? WHERE id = ?",
+                        [(e.extraction, e.extraction_error, e.id) for e in episodes])
+    return touched
 
 
 def touched_by(db: Database, episode_ids: list[str], *, active_only: bool) -> Touched:

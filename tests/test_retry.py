@@ -1,0 +1,103 @@
+"""retry (DESIGN §4): re-extract from stored text and swap assertions atomically."""
+
+from __future__ import annotations
+
+import pytest
+
+from memctl import times
+from memctl.extract import Result
+from memctl.memory import Memory
+from memctl.model import Assertion
+from memctl.sources import IngestOptions
+from tests.conftest import FakeClock, current_facts, write_jsonl
+
+
+class Says:
+    """A test extractor: every episode says '<subject> uses <word>', or fails."""
+
+    def __init__(self, clock, word, fail=False):
+        self.clock, self.word, self.fail, self.name, self.seen = clock, word, fail, f"test:{word}", []
+
+    def extract(self, requests):
+        for request in requests:
+            self.seen.append(request)
+            if self.fail:
+                yield request, Result(error="no", calls=1)
+                continue
+            yield request, Result(calls=1, assertions=[Assertion(
+                subject="billing", predicate="primary database", object=self.word, fact=f"billing uses {self.word}",
+                valid_at=request.reference_time, valid_at_evidence="reference", extractor=self.name,
+                extracted_at=times.to_storage(self.clock()))])
+
+
+@pytest.fixture
+def ingested(tmp_path):
+    clock = FakeClock("2026-11-21T10:00:00Z")
+    memory = Memory.open(tmp_path / "m.db", clock)
+    chat = write_jsonl(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "which database?", "timestamp": "2024-03-01T10:00:00Z"},
+        {"role": "assistant", "content": "MySQL.", "timestamp": "2024-03-01T10:00:01Z"},
+    ])
+    memory.ingest([chat], IngestOptions(), extractor=Says(clock, "MySQL"))
+    clock.advance(hours=1)
+    return memory, clock
+
+
+def objects(memory):
+    return [row[2] for row in current_facts(memory)]
+
+
+def test_retry_swaps_the_assertions_and_keeps_the_old_ones_in_history(ingested):
+    memory, clock = ingested
+    (episode,) = [e["id"] for e in memory.episodes()]
+    before_retry = memory.now()
+    clock.advance(hours=1)
+    result = memory.retry([episode[:9]], Says(clock, "Postgres"))
+    assert (result["episodes"], result["assertions"], result["model_calls"]) == ([episode], 1, 1)
+    assert objects(memory) == ["Postgres"]
+    assert [r["object"] for r in memory.recall("billing database", known_at=before_retry,
+                                                as_of="2025-01-01")["results"]] == ["MySQL"]
+    assert [op["kind"] for op in memory.operations()] == ["ingest", "retry"]
+    assert memory.rebuild()["facts_created"] == 0
+
+
+def test_a_crash_in_the_middle_of_the_swap_leaves_the_old_assertions(ingested, monkeypatch):
+    memory, clock = ingested
+    (episode,) = [e["id"] for e in memory.episodes()]
+    before = memory.db.execute("SELECT * FROM assertions ORDER BY id").fetchall()
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("power cut")
+
+    # the old assertions are expired first; the crash comes while the new ones are written
+    monkeypatch.setattr("memctl.store.episodes.insert_assertions", crash)
+    with pytest.raises(RuntimeError):
+        memory.retry([episode], Says(clock, "Postgres"))
+    assert memory.db.execute("SELECT * FROM assertions ORDER BY id").fetchall() == before
+    assert objects(memory) == ["MySQL"] and [op["kind"] for op in memory.operations()] == ["ingest"]
+
+
+def test_retry_failed_takes_failed_and_pending_episodes_only(tmp_path):
+    clock = FakeClock("2026-11-21T10:00:00Z")
+    memory = Memory.open(tmp_path / "m.db", clock)
+    one = write_jsonl(tmp_path / "one.jsonl", [{"role": "user", "content": "a", "timestamp": "2024-03-01T10:00:00Z"}])
+    two = write_jsonl(tmp_path / "two.jsonl", [{"role": "user", "content": "b", "timestamp": "2024-04-01T10:00:00Z"}])
+    three = write_jsonl(tmp_path / "three.jsonl", [{"role": "user", "content": "c", "timestamp": "2024-05-01T10:00:00Z"}])
+    memory.ingest([one], IngestOptions(), extractor=Says(clock, "MySQL", fail=True))
+    memory.ingest([two], IngestOptions())  # no extractor: pending
+    memory.ingest([three], IngestOptions(), extractor=Says(clock, "MySQL"))
+    again = Says(clock, "Postgres")
+    result = memory.retry([], again, failed=True)
+    assert len(result["episodes"]) == 2 and [r.text for r in again.seen] == ["User: a", "User: b"]
+    states = dict(memory.db.execute("SELECT content, extraction FROM episodes").fetchall())
+    assert states == {"User: a": "done", "User: b": "done", "User: c": "done"}
+
+
+def test_structured_episodes_are_not_retried(cli, tmp_path):
+    facts = write_jsonl(tmp_path / "f.jsonl", [{"reference_time": "2024-01-01", "facts": [
+        {"subject": "svc", "predicate": "uses", "object": "Kafka"}]}])
+    assert cli("ingest", facts).code == 0
+    episode = cli("episodes", "--json").json()[0]["id"]
+    run = cli("retry", episode, "--extractor", "rules")
+    assert run.code == 2 and "--format facts" in run.err
+    assert cli("retry").code == 2
