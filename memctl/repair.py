@@ -88,18 +88,19 @@ def plan(db: Database) -> RepairPlan:
 
 def apply(db: Database, repair_plan: RepairPlan, operation_id: str) -> Touched:
     """Write the fixes and their journal; returns the slots and entities to recompute."""
-    for fix in repair_plan.fixes:
-        evidence, precision = ("repair", "instant") if fix.new is not None else (None, None)
-        db.execute(
+    for column in ("valid_at", "invalid_at"):
+        fixes = [fix for fix in repair_plan.fixes if fix.column == column]
+        evidence, precision = ("repair", "instant") if column == "valid_at" else (None, None)
+        db.conn.executemany(
             f"""INSERT INTO repairs (operation_id, assertion_id, column_name, old_value, old_evidence, old_precision,
                                      new_value)
-                SELECT ?, id, ?, {fix.column}, {fix.column}_evidence, {fix.column}_precision, ?
+                SELECT ?, id, ?, {column}, {column}_evidence, {column}_precision, ?
                 FROM assertions WHERE id = ?""",
-            [operation_id, fix.column, fix.new, fix.assertion_id],
+            [(operation_id, column, fix.new, fix.assertion_id) for fix in fixes],
         )
-        db.execute(
-            f"UPDATE assertions SET {fix.column} = ?, {fix.column}_evidence = ?, {fix.column}_precision = ? WHERE id = ?",
-            [fix.new, evidence, precision, fix.assertion_id],
+        db.conn.executemany(
+            f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
+            [(fix.new, evidence, precision, fix.assertion_id) for fix in fixes],
         )
     return _touched(db, [fix.assertion_id for fix in repair_plan.fixes])
 

@@ -3,6 +3,7 @@
     python scripts/bench.py [--assertions 100000] [--entities 10000] [--seed 0] [--db PATH]
     python scripts/bench.py --parse [--parse-mb 200]     # parsing only: MB/s and peak memory
     python scripts/bench.py --extract                    # LLM extraction against a local fake server
+    python scripts/bench.py --repair                     # repair over 1M assertions, 100k damaged
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -203,12 +204,64 @@ def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float =
             "extract_targets": {"calls_per_episode_max": 1.05, "share_of_ideal_min": 0.9, "cached_rerun_calls": 0}}
 
 
+def repair_benchmark(total: int = 1_000_000, affected: int = 100_000) -> dict:
+    """repair midnight-hallucinations over ``total`` assertions, ``affected`` of them damaged.
+
+    Rows go straight into a migrated database (ingesting a million assertions would
+    take minutes and measure ingest): repair only reads assertions, and --apply
+    recomputes the slots it touches.
+    """
+    rng = random.Random(7)
+    extracted = "2025-06-10T14:00:00.000000Z"
+    with tempfile.TemporaryDirectory(prefix="memctl-repair-") as tmp:
+        memory = Memory.open(Path(tmp) / "repair.db")
+        db = memory.db
+        episodes = total // 5
+        log(f"writing {total} assertions ({affected} damaged) over {episodes} episodes")
+        db.execute("INSERT INTO operations (id, kind, at, status) VALUES ('op_bench', 'ingest', ?, 'done')", [extracted])
+        refs = [to_storage(START + timedelta(seconds=rng.randrange(SPAN_S // 2))) for _ in range(episodes)]
+        db.conn.executemany(
+            "INSERT INTO episodes (id, source, position, format, content, content_hash, reference_time, "
+            "reference_time_source, status, created_at, operation_id, extraction) "
+            "VALUES (?, 'bench', ?, 'jsonl', 'User: which database does billing use?', '', ?, 'record', 'active', ?, "
+            "'op_bench', 'done')",
+            [(f"ep_{n:08x}", n, refs[n], extracted) for n in range(episodes)])
+        db.conn.executemany("INSERT INTO entities (id, name, name_key, created_at) VALUES (?, ?, ?, ?)",
+                            [(n, f"service{n}", f"service{n}", extracted) for n in range(20_000)])
+        damaged = set(rng.sample(range(total), affected))
+
+        def rows():
+            for n in range(total):
+                episode = n % episodes
+                valid = "2025-06-10T00:00:00.000000Z" if n in damaged else refs[episode]
+                yield (f"ep_{episode:08x}", n // episodes, f"service{n % 20_000}", n % 20_000, "uses", "uses",
+                       f"service{(n * 7) % 20_000}", (n * 7) % 20_000, "fact", valid, "reference", "instant",
+                       "many", "llm:bench", extracted, extracted)
+
+        db.conn.execute("BEGIN")
+        db.conn.executemany(
+            "INSERT INTO assertions (episode_id, ordinal, subject, subject_id, predicate, predicate_key, object, "
+            "object_id, fact, valid_at, valid_at_evidence, valid_at_precision, cardinality, extractor, extracted_at, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+        db.conn.execute("COMMIT")
+        log("repair: dry run")
+        dry_s = timed(lambda: memory.repair_midnights())
+        log("repair: --apply")
+        result = {}
+        apply_s = timed(lambda: result.update(memory.repair_midnights(apply=True)))
+        memory.close()
+    return {"repair_assertions": total, "repair_affected": affected, "repair_dry_run_s": round(dry_s, 2),
+            "repair_apply_s": round(apply_s, 2), "repair_fixed": result["valid_at_fixed"],
+            "repair_targets": {"dry_run_s_max": 5, "apply_s_max": 10}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parse", action="store_true", help="only the parse benchmark (real Claude Code sample)")
     parser.add_argument("--parse-mb", type=int, default=200, help="size of the parse benchmark's large file")
     parser.add_argument("--parse-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--extract", action="store_true", help="only the LLM extraction benchmark (local fake server)")
+    parser.add_argument("--repair", action="store_true", help="only the repair benchmark (1M assertions, 100k damaged)")
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -222,6 +275,9 @@ def main() -> None:
         return
     if args.extract:
         print(json.dumps(extract_benchmark()))
+        return
+    if args.repair:
+        print(json.dumps(repair_benchmark()))
         return
     if args.db is not None and args.db.exists():
         parser.error(f"{args.db} already exists; the benchmark needs a fresh database")
