@@ -20,7 +20,7 @@ import pytest
 from memctl import times
 from memctl.extract import Request, Result
 from memctl.extract.llm import NO_KEY, LLMExtractor, LLMUnavailable, cache_key, make_client, parse_reply
-from memctl.extract.prompt import PROMPT_VERSION, RESPONSE_FORMAT, RESPONSE_SCHEMA, build_messages
+from memctl.extract.prompt import PROMPT_VERSION, RESPONSE_FORMAT, RESPONSE_SCHEMA
 from tests.fake_llm import API_KEY, FakeOpenAIServer, completion, episode_section
 
 REF = "2024-03-05T10:00:00.000000Z"
@@ -311,13 +311,14 @@ def test_a_rerun_of_unchanged_input_is_a_cache_hit_with_no_call():
     assert len(handler.bodies) == 4 and not changed["ep_0000"].cache_hit
 
 
-def test_the_cache_key_covers_model_prompt_version_and_messages():
-    messages = build_messages(request())
-    key = cache_key("m", messages)
-    assert key == cache_key("m", build_messages(request()))
-    assert key != cache_key("other", messages)
-    assert key != cache_key("m", build_messages(request(reference_time="2024-03-06T10:00:00.000000Z")))
-    assert key != cache_key("m", build_messages(request(predicates=("uses",))))
+def test_the_cache_key_covers_model_prompt_version_text_and_time_but_not_context():
+    key = cache_key("m", request())
+    assert key == cache_key("m", request())
+    assert key != cache_key("other", request())
+    assert key != cache_key("m", request(reference_time="2024-03-06T10:00:00.000000Z"))
+    assert key != cache_key("m", request(text="something else entirely"))
+    # the store's growing context must not make a retry of unchanged input pay again
+    assert key == cache_key("m", request(predicates=("uses",)))
     assert PROMPT_VERSION == "1"
 
 
@@ -325,7 +326,7 @@ def test_an_unusable_cache_entry_is_ignored():
     handler = Recorder(lambda n, body: ok(reply(item())))
     cache = DictCache()
     req = request()
-    cache.data[cache_key("test-model", build_messages(req))] = "garbage"
+    cache.data[cache_key("test-model", req)] = "garbage"
     result = one(extractor(handler, cache=cache), req)
     assert not result.cache_hit and result.calls == 1 and len(result.assertions) == 1
 

@@ -157,3 +157,20 @@ def test_auto_says_once_that_it_falls_back_to_rules_and_only_when_it_has_work(cl
     chat = _chat_file(tmp_path)
     run = cli("ingest", chat, "--json")
     assert run.err.count("offline rules extractor") == 1 and run.json()["extractor"] == "rules"
+
+
+def test_retry_of_unchanged_input_costs_no_call(cli, db_path, tmp_path, monkeypatch):
+    from datetime import datetime, timezone
+
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
+
+    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+        _local_llm(monkeypatch, server, API_KEY)
+        assert cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal").code == 0
+        calls = server.calls
+        episodes = [e["id"] for e in cli("episodes", "--json").json()]
+        retried = cli("retry", *episodes, "--extractor", "llm", "--model", "fake-normal", "--json")
+        assert retried.code == 0, retried.err
+        assert server.calls == calls  # the cache answered
+    result = retried.json()
+    assert (result["model_calls"], result["cache_hits"], len(result["episodes"])) == (0, len(CHAT), len(CHAT))

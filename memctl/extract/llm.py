@@ -103,9 +103,15 @@ def make_client(
     return openai.OpenAI(api_key=key, base_url=url, http_client=http_client, timeout=timeout, max_retries=0)
 
 
-def cache_key(model: str, messages: list[dict[str, str]]) -> str:
+def cache_key(model: str, request: Request) -> str:
+    """(model, prompt version, episode text, reference time): what the answer depends on.
+
+    Context episodes and the predicates in use are left out on purpose: they change as
+    the store grows, and a retry of unchanged input must cost no call (issue 4).
+    """
     payload = json.dumps(
-        {"model": model, "prompt_version": PROMPT_VERSION, "messages": messages, "response_format": RESPONSE_FORMAT},
+        {"model": model, "prompt_version": PROMPT_VERSION, "text": request.text,
+         "reference_time": request.reference_time},
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
@@ -353,7 +359,7 @@ class LLMExtractor:
                         exhausted = True
                         break
                     messages = build_messages(request)
-                    key = cache_key(self.model, messages)
+                    key = cache_key(self.model, request)
                     cached = self._cached(key)
                     if cached is not None:
                         yield request, cached
