@@ -298,6 +298,12 @@ class Memory:
         operation_id = None
         if episodes:
             with write_transaction(self.db):
+                # Extraction ran outside the lock: skip what another process undid meanwhile.
+                still = set()
+                for chunk, marks in in_chunks([e.id for e in episodes]):
+                    still.update(row[0] for row in self.db.execute(
+                        f"SELECT id FROM episodes WHERE status = 'active' AND id IN ({marks})", chunk).fetchall())
+                episodes = [e for e in episodes if e.id in still]
                 at = transaction_time(self.db, self.clock)
                 operation_id = _new_operation_id()
                 self._record_operation(operation_id, "retry", at, {"episodes": ids, "extractor": extractor.name}, "done")
@@ -322,11 +328,15 @@ class Memory:
 
     def repair_midnights(self, *, apply: bool = False) -> dict:
         """DESIGN §4 ``repair midnight-hallucinations``: a plan, or with ``apply`` one journaled change."""
+        if not apply:  # a preview reads; it need not keep other writers waiting
+            repair_plan = repair.plan(self.db)
+            return {**repair_plan.counts(), "applied": False, "operation_id": None,
+                    "sample": [vars(fix) for fix in repair_plan.fixes[:20]]}
         with write_transaction(self.db):
             repair_plan = repair.plan(self.db)
             result = {**repair_plan.counts(), "applied": False, "operation_id": None,
                       "sample": [vars(fix) for fix in repair_plan.fixes[:20]]}
-            if not apply or not repair_plan.fixes:
+            if not repair_plan.fixes:
                 return result
             at = transaction_time(self.db, self.clock)
             operation_id = _new_operation_id()

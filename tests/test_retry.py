@@ -101,3 +101,18 @@ def test_structured_episodes_are_not_retried(cli, tmp_path):
     run = cli("retry", episode, "--extractor", "rules")
     assert run.code == 2 and "--format facts" in run.err
     assert cli("retry").code == 2
+
+
+def test_an_episode_undone_while_its_retry_was_extracting_stays_undone(ingested):
+    memory, clock = ingested
+    (episode,) = [e["id"] for e in memory.episodes()]
+
+    class UndoesMeanwhile(Says):
+        def extract(self, requests):
+            memory.undo([episode], apply=True)  # another process, while the model thinks
+            yield from super().extract(requests)
+
+    memory.retry([episode], UndoesMeanwhile(clock, "Postgres"))
+    active = memory.db.execute("SELECT count(*) FROM assertions WHERE expired_at IS NULL").fetchone()[0]
+    assert active == 0 and objects(memory) == []
+    assert memory.episodes()[0]["status"] == "undone"
