@@ -119,17 +119,7 @@ class Memory:
                 report.llm_unavailable = str(error)
                 results = []
             for request, result in results:
-                episode = by_id[request.episode_id]
-                _count_result(report, result)
-                if result.error is not None:
-                    report.extraction_failures += 1
-                    episode.extraction, episode.extraction_error = "failed", result.error
-                    continue
-                episode.extraction = "done"
-                for assertion in result.assertions:
-                    guarded, changes = guard(assertion, episode.content, episode.reference_time)
-                    report.guard_changes += len(changes)
-                    episode.assertions.append(guarded)
+                _take_result(report, by_id[request.episode_id], request, result)
             yield from chunk
 
 
@@ -284,16 +274,7 @@ class Memory:
         retried = {row[0]: _Retried(row[0], row[2]) for row in rows}
         requests = [Request(row[0], row[1], row[2], self._context(row[3], row[4])) for row in rows]
         for request, result in extractor.extract(requests):  # outside the write lock: model calls are slow
-            episode = retried[request.episode_id]
-            _count_result(report, result)
-            if result.error is not None:
-                report.extraction_failures += 1
-                episode.extraction, episode.extraction_error = "failed", result.error
-                continue
-            for assertion in result.assertions:
-                guarded, changes = guard(assertion, request.text, request.reference_time)
-                report.guard_changes += len(changes)
-                episode.assertions.append(guarded)
+            _take_result(report, retried[request.episode_id], request, result)
         episodes = list(retried.values())
         operation_id = None
         if episodes:
@@ -515,11 +496,21 @@ class _Retried:
     extraction_error: str | None = None
 
 
-def _count_result(report: IngestReport, result) -> None:
+def _take_result(report: IngestReport, episode: Episode | _Retried, request: Request, result) -> None:
+    """An extractor's answer for one episode: counted, and its assertions' dates guarded."""
     report.extraction_calls += result.calls
     report.cache_hits += result.cache_hit
     report.input_tokens += result.input_tokens
     report.output_tokens += result.output_tokens
+    if result.error is not None:
+        report.extraction_failures += 1
+        episode.extraction, episode.extraction_error = "failed", result.error
+        return
+    episode.extraction, episode.extraction_error = "done", None
+    for assertion in result.assertions:
+        guarded, changes = guard(assertion, request.text, request.reference_time)
+        report.guard_changes += len(changes)
+        episode.assertions.append(guarded)
 
 
 def _classify(db: Database, before: list[dict], after: list[dict]) -> dict[str, list[dict]]:
