@@ -4,7 +4,8 @@ nothing looser.
 - ``valid_at`` at clean midnight (every fraction digit zero) on the UTC day the assertion
   was extracted, and not the episode's reference time → the episode's reference time
   (evidence ``repair``).
-- ``invalid_at`` at clean midnight on the day it was extracted → null.
+- ``invalid_at`` at clean midnight on the day it was extracted → null (for a retraction,
+  which has no start, the episode's time: a retraction must keep a date).
 - Never touched, and counted as skipped with the reason: microsecond times on that day
   (a supersession chain), midnights on any other day, and dates the episode's text
   states (the same check as the date guard's).
@@ -60,8 +61,8 @@ def plan(db: Database) -> RepairPlan:
     result = RepairPlan()
     for column in ("valid_at", "invalid_at"):
         # Streamed: the episode text is needed only for the suspects, one row at a time.
-        for assertion_id, value, fact, reference_time, content, end, extracted_at in db.execute(
-            f"""SELECT a.id, a.{column}, a.fact, e.reference_time, e.content, a.invalid_at, a.extracted_at
+        for assertion_id, value, fact, reference_time, content, end, extracted_at, start in db.execute(
+            f"""SELECT a.id, a.{column}, a.fact, e.reference_time, e.content, a.invalid_at, a.extracted_at, a.valid_at
                 FROM assertions a JOIN episodes e ON e.id = a.episode_id WHERE {_signature(column)}"""
         ):
             end_stays = end is not None and not (end.endswith(MIDNIGHT) and end[:10] == extracted_at[:10])
@@ -72,7 +73,10 @@ def plan(db: Database) -> RepairPlan:
             elif column == "valid_at" and end_stays and end <= reference_time:
                 result.skipped["the repaired start would not be before its stated end"] += 1
             else:
-                result.fixes.append(Fix(assertion_id, column, value, reference_time if column == "valid_at" else None,
+                # A retraction has no start: clearing its end would leave no date at all,
+                # so like the guard it ends at the episode's own time instead.
+                keeps_a_date = column == "valid_at" or start is None
+                result.fixes.append(Fix(assertion_id, column, value, reference_time if keeps_a_date else None,
                                         fact, reference_time))
         near_misses = db.execute(
             f"""SELECT
@@ -90,7 +94,6 @@ def apply(db: Database, repair_plan: RepairPlan, operation_id: str) -> Touched:
     """Write the fixes and their journal; returns the slots and entities to recompute."""
     for column in ("valid_at", "invalid_at"):
         fixes = [fix for fix in repair_plan.fixes if fix.column == column]
-        evidence, precision = ("repair", "instant") if column == "valid_at" else (None, None)
         db.conn.executemany(
             f"""INSERT INTO repairs (operation_id, assertion_id, column_name, old_value, old_evidence, old_precision,
                                      new_value)
@@ -100,7 +103,7 @@ def apply(db: Database, repair_plan: RepairPlan, operation_id: str) -> Touched:
         )
         db.conn.executemany(
             f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
-            [(fix.new, evidence, precision, fix.assertion_id) for fix in fixes],
+            [(fix.new, *(("repair", "instant") if fix.new else (None, None)), fix.assertion_id) for fix in fixes],
         )
     return _touched(db, [fix.assertion_id for fix in repair_plan.fixes])
 

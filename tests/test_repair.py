@@ -119,3 +119,23 @@ def test_a_date_the_text_states_is_never_repaired(cli, db_path, tmp_path):
     result = cli("repair", "midnight-hallucinations", "--apply", "--json").json()
     assert (result["valid_at_fixed"], result["applied"]) == (0, False)
     assert result["skipped"] == {"a day the episode's text states": 1}
+
+
+def test_a_retraction_with_an_invented_end_keeps_a_date(cli, db_path, tmp_path):
+    write_jsonl(tmp_path / "f.jsonl", [
+        {"reference_time": "2024-01-05T10:00:00Z", "extracted_at": EXTRACTED,
+         "facts": [{"subject": "billing", "predicate": "uses", "object": "Redis", "cardinality": "many"}]},
+        {"reference_time": "2024-03-01T10:00:00Z", "extracted_at": EXTRACTED, "content": "We dropped Redis.",
+         "facts": [{"subject": "billing", "predicate": "uses", "object": "Redis", "retracted": True,
+                    "invalid_at": TODAY_MIDNIGHT}]},
+    ])
+    assert cli("ingest", tmp_path / "f.jsonl").code == 0
+    done = cli("repair", "midnight-hallucinations", "--apply", "--json").json()
+    assert done["invalid_at_cleared"] == 1
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT valid_at, invalid_at, invalid_at_evidence FROM assertions WHERE valid_at IS NULL"
+                            ).fetchall() == [(None, "2024-03-01T10:00:00.000000Z", "repair")]
+    history = cli("recall", "billing redis", "--history", "--json").json()["results"]
+    assert [(r["valid_at"], r["invalid_at"]) for r in history] == [
+        ("2024-01-05T10:00:00.000000Z", "2024-03-01T10:00:00.000000Z")]
+    assert cli("undo", done["operation_id"], "--apply").code == 0
