@@ -285,16 +285,17 @@ class Memory:
                     still.update(row[0] for row in self.db.execute(
                         f"SELECT id FROM episodes WHERE status = 'active' AND id IN ({marks})", chunk).fetchall())
                 episodes = [e for e in episodes if e.id in still]
-                at = transaction_time(self.db, self.clock)
-                operation_id = _new_operation_id()
-                self._record_operation(operation_id, "retry", at, {"episodes": ids, "extractor": extractor.name}, "done")
-                changes = self._apply(at, replace_assertions(self.db, episodes, at))
-                counts = {"episodes": len(episodes), "assertions": sum(len(e.assertions) for e in episodes),
-                          "failures": report.extraction_failures, "model_calls": report.extraction_calls,
-                          "cache_hits": report.cache_hits, "guard_changes": report.guard_changes,
-                          "facts_created": len(changes.inserted), "facts_expired": len(changes.expired)}
-                self.db.execute("UPDATE operations SET finished_at = ?, counts = ?, episode_ids = ? WHERE id = ?",
-                                [at, json.dumps(counts), json.dumps(ids), operation_id])
+                if episodes:
+                    at = transaction_time(self.db, self.clock)
+                    operation_id = _new_operation_id()
+                    self._record_operation(operation_id, "retry", at, {"episodes": ids, "extractor": extractor.name}, "done")
+                    changes = self._apply(at, replace_assertions(self.db, episodes, at))
+                    counts = {"episodes": len(episodes), "assertions": sum(len(e.assertions) for e in episodes),
+                              "failures": report.extraction_failures, "model_calls": report.extraction_calls,
+                              "cache_hits": report.cache_hits, "guard_changes": report.guard_changes,
+                              "facts_created": len(changes.inserted), "facts_expired": len(changes.expired)}
+                    self.db.execute("UPDATE operations SET finished_at = ?, counts = ?, episode_ids = ? WHERE id = ?",
+                                    [at, json.dumps(counts), json.dumps(ids), operation_id])
         return {"episodes": [e.id for e in episodes], "extractor": extractor.name,
                 "assertions": sum(len(e.assertions) for e in episodes), "failures": report.extraction_failures,
                 "model_calls": report.extraction_calls, "cache_hits": report.cache_hits,

@@ -22,7 +22,6 @@ _YEAR = re.compile(r"^\d{4}$")
 _MONTH = re.compile(r"^\d{4}-\d{2}$")
 _DAY = re.compile(r"^\d{4}-?\d{2}-?\d{2}$")
 
-PRECISIONS = ("instant", "day", "month", "year")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -33,7 +32,7 @@ class BadInstant(ValueError):
 @dataclass(frozen=True)
 class ParsedInstant:
     at: datetime  # aware, UTC
-    precision: str  # one of PRECISIONS
+    precision: str  # instant | day | month | year (memctl.model.Precision)
 
 
 def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
@@ -145,8 +144,3 @@ def epoch_number_to_storage(value: float | int | str) -> str:
         return to_storage(_EPOCH + timedelta(microseconds=micros))
     except OverflowError:
         raise BadInstant(f"epoch time {value!r} is out of range") from None
-
-
-def valid_at_instant(valid_at: str | None, invalid_at: str | None, instant: str) -> bool:
-    """Half-open validity: ``valid_at <= instant < invalid_at``; NULL end = still true."""
-    return (valid_at is None or valid_at <= instant) and (invalid_at is None or instant < invalid_at)

@@ -116,3 +116,13 @@ def test_an_episode_undone_while_its_retry_was_extracting_stays_undone(ingested)
     active = memory.db.execute("SELECT count(*) FROM assertions WHERE expired_at IS NULL").fetchone()[0]
     assert active == 0 and objects(memory) == []
     assert memory.episodes()[0]["status"] == "undone"
+    assert [op["kind"] for op in memory.operations()] == ["ingest", "undo"]  # no empty retry recorded
+
+
+def test_retry_failed_with_nothing_to_retry_changes_nothing(cli, tmp_path):
+    facts = write_jsonl(tmp_path / "f.jsonl", [{"reference_time": "2024-01-01", "facts": [
+        {"subject": "svc", "predicate": "uses", "object": "Kafka"}]}])
+    assert cli("ingest", facts).code == 0
+    run = cli("retry", "--failed", "--extractor", "rules", "--json")
+    assert run.code == 0 and run.json()["episodes"] == [] and run.json()["operation_id"] is None
+    assert [op["kind"] for op in cli("operations", "--json").json()] == ["ingest"]

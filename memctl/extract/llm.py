@@ -305,8 +305,6 @@ def _envelope(text: str, extracted_at: str) -> str:
 class LLMExtractor:
     """``Request`` → ``Result`` through one structured chat call per episode."""
 
-    prompt_version = PROMPT_VERSION
-
     def __init__(
         self,
         client: Any,

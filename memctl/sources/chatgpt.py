@@ -225,21 +225,33 @@ def in_position_order(items: list[Turn | Skipped]) -> list[Turn | Skipped]:
     return sorted(items, key=lambda item: item.position)
 
 
+def each_conversation(path: Path, key: str, kind: type, label: str) -> Iterator[tuple | Skipped]:
+    """(index, conversation, its ``key`` container, position base) per readable conversation
+    of an export; a Skipped for one without that container. Positions run across the file:
+    one per container entry, one for a conversation that cannot be read."""
+    position = 0
+    for index, conversation in enumerate(conversations(path, load_json(path), key, label), 1):
+        container = conversation.get(key) if isinstance(conversation, dict) else None
+        if not isinstance(container, kind):
+            position += 1
+            shape = "object" if kind is dict else "list"
+            what = "not an object" if not isinstance(conversation, dict) else f"has no {key} {shape}"
+            yield Skipped(position, f"conversation {index}: {what}", malformed=True)
+            continue
+        yield index, conversation, container, position
+        position += len(container)
+
+
 # --- ChatGPT ----------------------------------------------------------------------------
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
-    data = load_json(path)
-    position = 0  # nodes numbered so far
-    for index, conversation in enumerate(conversations(path, data, "mapping", "ChatGPT conversations"), 1):
-        mapping = conversation.get("mapping") if isinstance(conversation, dict) else None
-        if not isinstance(mapping, dict):
-            position += 1
-            what = "not an object" if not isinstance(conversation, dict) else "has no mapping object"
-            yield Skipped(position, f"conversation {index}: {what}", malformed=True)
+    for item in each_conversation(path, "mapping", dict, "ChatGPT conversations"):
+        if isinstance(item, Skipped):
+            yield item
             continue
-        yield from in_position_order(list(_conversation(conversation, mapping, index, position)))
-        position += len(mapping)
+        index, conversation, mapping, base = item
+        yield from in_position_order(list(_conversation(conversation, mapping, index, base)))
 
 
 def _conversation(conversation: dict, mapping: dict, index: int, base: int) -> Iterator[Turn | Skipped]:

@@ -37,13 +37,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from memctl.sources import IngestOptions, Skipped, Turn, load_json
+from memctl.sources import IngestOptions, Skipped, Turn
 from memctl.sources.chatgpt import (
     ABANDONED,
     Malformed,
     Message,
     assemble,
-    conversations,
+    each_conversation,
     count,
     in_position_order,
     instant,
@@ -56,17 +56,12 @@ _KINDS = {"redacted_thinking": "thinking"}
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
-    data = load_json(path)
-    position = 0  # messages numbered so far
-    for index, conversation in enumerate(conversations(path, data, "chat_messages", "Claude.ai conversations"), 1):
-        chat = conversation.get("chat_messages") if isinstance(conversation, dict) else None
-        if not isinstance(chat, list):
-            position += 1
-            what = "not an object" if not isinstance(conversation, dict) else "has no chat_messages list"
-            yield Skipped(position, f"conversation {index}: {what}", malformed=True)
+    for item in each_conversation(path, "chat_messages", list, "Claude.ai conversations"):
+        if isinstance(item, Skipped):
+            yield item
             continue
-        yield from in_position_order(list(_conversation(conversation, chat, index, position)))
-        position += len(chat)
+        index, conversation, chat, base = item
+        yield from in_position_order(list(_conversation(conversation, chat, index, base)))
 
 
 def _conversation(conversation: dict, chat: list, index: int, base: int) -> Iterator[Turn | Skipped]:
