@@ -25,10 +25,11 @@ from memctl.extract.llm import LLMUnavailable
 from memctl.model import Episode
 from memctl.ingest import BATCH_EPISODES, IngestReport, batches, read_sources
 from memctl.sources import IngestOptions
-from memctl.store import in_chunks
+from memctl.store import collector_paused, in_chunks
 from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
 from memctl.store.episodes import Touched, replace_assertions, sort_new, store_episodes, expire_episodes, purge_episodes, touched_by
-from memctl.store.facts import SlotChanges, current_facts, recompute_slots, rename_entities
+from memctl.store.facts import SlotChanges, current_facts, recompute_slots
+from memctl.store.naming import rename_entities
 
 # Episodes handed to an extractor at once (an LLM extractor runs them concurrently),
 # and how many earlier episodes of the same source it sees as context.
@@ -311,7 +312,8 @@ class Memory:
     def repair_midnights(self, *, apply: bool = False) -> dict:
         """DESIGN §4 ``repair midnight-hallucinations``: a plan, or with ``apply`` one journaled change."""
         if not apply:  # a preview reads; it need not keep other writers waiting
-            repair_plan = repair.plan(self.db)
+            with collector_paused():
+                repair_plan = repair.plan(self.db)
             return {**repair_plan.counts(), "applied": False, "operation_id": None,
                     "sample": [vars(fix) for fix in repair_plan.fixes[:20]]}
         with write_transaction(self.db):

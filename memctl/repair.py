@@ -16,14 +16,17 @@ change is journaled in ``repairs`` so that undoing the repair restores the old b
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlite_utils import Database
 
 from memctl.extract.guard import stated_days
+from memctl.resolve import start_move_is_inert
 from memctl.store import in_chunks
 from memctl.store.episodes import Touched
+from memctl.store.naming import mention_rank, rename_after_moves
 
 MIDNIGHT = "T00:00:00.000000Z"
 
@@ -91,21 +94,24 @@ def plan(db: Database) -> RepairPlan:
 
 
 def apply(db: Database, repair_plan: RepairPlan, operation_id: str) -> Touched:
-    """Write the fixes and their journal; returns the slots and entities to recompute."""
-    for column in ("valid_at", "invalid_at"):
-        fixes = [fix for fix in repair_plan.fixes if fix.column == column]
-        db.conn.executemany(
-            f"""INSERT INTO repairs (operation_id, assertion_id, column_name, old_value, old_evidence, old_precision,
-                                     new_value)
-                SELECT ?, id, ?, {column}, {column}_evidence, {column}_precision, ?
-                FROM assertions WHERE id = ?""",
-            [(operation_id, column, fix.new, fix.assertion_id) for fix in fixes],
-        )
-        db.conn.executemany(
-            f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
-            [(fix.new, *(("repair", "instant") if fix.new else (None, None)), fix.assertion_id) for fix in fixes],
-        )
-    return _touched(db, [fix.assertion_id for fix in repair_plan.fixes])
+    """Write the fixes and their journal; returns the slots to recompute."""
+
+    def write() -> None:
+        for column in ("valid_at", "invalid_at"):
+            fixes = [fix for fix in repair_plan.fixes if fix.column == column]
+            db.conn.executemany(
+                f"""INSERT INTO repairs (operation_id, assertion_id, column_name, old_value, old_evidence,
+                                         old_precision, new_value)
+                    SELECT ?, id, ?, {column}, {column}_evidence, {column}_precision, ?
+                    FROM assertions WHERE id = ?""",
+                [(operation_id, column, fix.new, fix.assertion_id) for fix in fixes],
+            )
+            db.conn.executemany(
+                f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
+                [(fix.new, *(("repair", "instant") if fix.new else (None, None)), fix.assertion_id) for fix in fixes],
+            )
+
+    return _move_dates(db, [fix.assertion_id for fix in repair_plan.fixes], write)
 
 
 def restore(db: Database, operation_id: str) -> Touched:
@@ -114,20 +120,64 @@ def restore(db: Database, operation_id: str) -> Touched:
         "SELECT assertion_id, column_name, old_value, old_evidence, old_precision FROM repairs WHERE operation_id = ?",
         [operation_id],
     ).fetchall()
-    for assertion_id, column, value, evidence, precision in rows:
-        db.execute(
-            f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
-            [value, evidence, precision, assertion_id],
-        )
-    return _touched(db, [row[0] for row in rows])
+
+    def write() -> None:
+        for column in ("valid_at", "invalid_at"):
+            db.conn.executemany(
+                f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
+                [(value, evidence, precision, assertion_id)
+                 for assertion_id, column_name, value, evidence, precision in rows if column_name == column],
+            )
+
+    return _move_dates(db, [row[0] for row in rows], write)
 
 
-def _touched(db: Database, assertion_ids: list[int]) -> Touched:
+def _move_dates(db: Database, assertion_ids: list[int], write: Callable[[], None]) -> Touched:
+    """Run ``write``, which changes these active assertions' dates; entity names follow.
+
+    Returns the slots whose facts the change can alter: a slot is left out only when
+    every move in it is inert (``start_move_is_inert``) against its facts before.
+    """
+    assertion_ids = sorted(set(assertion_ids))
+    before, fact_of = _dates_and_mentions(db, assertion_ids), _current_fact_of(db, assertion_ids)
+    write()
+    after = _dates_and_mentions(db, assertion_ids)
+    rename_after_moves(db, {key: mention for _, _, mentions in before.values() for key, mention in mentions},
+                       {key: mention for _, _, mentions in after.values() for key, mention in mentions})
     touched = Touched()
-    for chunk, marks in in_chunks(sorted(set(assertion_ids))):
-        for subject_id, predicate_key, object_id in db.execute(
-            f"SELECT subject_id, predicate_key, object_id FROM assertions WHERE id IN ({marks})", chunk
-        ).fetchall():
-            touched.slots.add((subject_id, predicate_key))
-            touched.entities.update((subject_id, object_id))
+    for assertion_id, (slot, old_dates, _) in before.items():
+        fact = fact_of.get(assertion_id)
+        if fact is None or not start_move_is_inert(*fact, old_dates, after[assertion_id][1]):
+            touched.slots.add(slot)
     return touched
+
+
+def _dates_and_mentions(db: Database, assertion_ids: list[int]) -> dict[int, tuple]:
+    """assertion id → (slot, (valid_at, invalid_at), its two mentions as ``rename_after_moves`` takes them)."""
+    found = {}
+    for chunk, marks in in_chunks(assertion_ids):
+        for (assertion_id, subject_id, predicate_key, valid_at, invalid_at, subject, object_id, object_,
+             reference_time, episode_id, ordinal) in db.execute(
+            f"""SELECT id, subject_id, predicate_key, valid_at, invalid_at, subject, object_id, object,
+                       reference_time, episode_id, ordinal
+                FROM assertions WHERE id IN ({marks})""", chunk
+        ):
+            mentions = [((assertion_id, side), (entity_id, mention_rank(valid_at or invalid_at, valid_at is not None,
+                                                                      reference_time, episode_id, ordinal, side), form))
+                        for side, (entity_id, form) in enumerate([(subject_id, subject), (object_id, object_)])]
+            found[assertion_id] = ((subject_id, predicate_key), (valid_at, invalid_at), mentions)
+    return found
+
+
+def _current_fact_of(db: Database, assertion_ids: list[int]) -> dict[int, tuple]:
+    """(valid_at, invalid_at, end_reason, cardinality) of the one current fact each assertion supports."""
+    found: dict[int, list[tuple]] = defaultdict(list)
+    for chunk, marks in in_chunks(assertion_ids):
+        for assertion_id, *fact in db.execute(
+            f"""SELECT p.assertion_id, f.valid_at, f.invalid_at, f.end_reason, f.cardinality
+                FROM fact_provenance p JOIN facts f ON f.id = p.fact_id AND f.expired_at IS NULL
+                WHERE p.assertion_id IN ({marks})""", chunk
+        ):
+            found[assertion_id].append(tuple(fact))
+    # More than one would mean the facts are out of step; then nothing is skipped.
+    return {assertion_id: facts[0] for assertion_id, facts in found.items() if len(facts) == 1}

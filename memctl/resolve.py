@@ -110,3 +110,29 @@ def _sweep(ordered: list[SlotAssertion], *, supersede: bool) -> list[ResolvedFac
         )
     close(None)
     return facts
+
+
+def start_move_is_inert(fact_valid_at: str, fact_invalid_at: str | None, end_reason: str | None,
+                        cardinality: str, before: tuple[str | None, str | None],
+                        after: tuple[str | None, str | None]) -> bool:
+    """Whether moving one assertion's dates from ``before`` to ``after`` (each
+    ``(valid_at, invalid_at)``) leaves every fact of its slot as it was, given the fact it
+    supports now. Such moves may be combined, each judged against the facts before any.
+
+    It is, when the assertion states no end and its start moves strictly inside that
+    fact's span, without reaching its start: there, in timeline order, it can only be
+    merged into that fact again, and it does not decide whether anything else merges,
+    since only stated ends do. Not for a one-valued slot whose fact ended by a stated
+    end: another value may then start inside the span, and moving past it would split
+    the fact. A repair that fixes a restated fact's date is usually this move, and then
+    a million assertions need not be resolved again to find nothing changed.
+    """
+    (old_start, old_end), (new_start, new_end) = before, after
+    if old_start is None or new_start is None or old_end is not None or new_end is not None:
+        return False
+    low, high = sorted((old_start, new_start))
+    return (
+        fact_valid_at < low
+        and (fact_invalid_at is None or high < fact_invalid_at)
+        and (cardinality == "many" or end_reason != "stated")
+    )

@@ -84,7 +84,9 @@ def to_storage(at: datetime) -> str:
 
 
 def from_storage(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    # Stored strings were validated on the way in; fromisoformat is ~20x faster than
+    # strptime, which matters when a repair checks a hundred thousand of them.
+    return datetime.fromisoformat(text)
 
 
 def normalize_instant(text: object, *, what: str = "date") -> str:

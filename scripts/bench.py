@@ -231,18 +231,22 @@ def repair_benchmark(total: int = 1_000_000, affected: int = 100_000) -> dict:
         damaged = set(rng.sample(range(total), affected))
 
         def rows():
+            # Each episode names five services; each service uses five databases, and each
+            # of those facts is restated in ten episodes: 50 assertions a slot.
             for n in range(total):
-                episode = n % episodes
+                episode, ordinal = n % episodes, n // episodes
+                subject = (episode + 4001 * ordinal) % 20_000
+                obj = (subject * 7 + ordinal) % 20_000
                 valid = "2025-06-10T00:00:00.000000Z" if n in damaged else refs[episode]
-                yield (f"ep_{episode:08x}", n // episodes, f"service{n % 20_000}", n % 20_000, "uses", "uses",
-                       f"service{(n * 7) % 20_000}", (n * 7) % 20_000, "fact", valid, "reference", "instant",
-                       "many", "llm:bench", extracted, extracted)
+                yield (f"ep_{episode:08x}", ordinal, f"service{subject}", subject, "uses", "uses",
+                       f"service{obj}", obj, "fact", valid, "reference", "instant",
+                       "many", "llm:bench", extracted, extracted, refs[episode])
 
         db.conn.execute("BEGIN")
         db.conn.executemany(
             "INSERT INTO assertions (episode_id, ordinal, subject, subject_id, predicate, predicate_key, object, "
             "object_id, fact, valid_at, valid_at_evidence, valid_at_precision, cardinality, extractor, extracted_at, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+            "created_at, reference_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
         db.conn.execute("COMMIT")
         log("building the facts, as a real store has them (not timed)")
         memory.rebuild()

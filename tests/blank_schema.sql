@@ -27,7 +27,7 @@ CREATE TABLE assertions (
             extracted_at TEXT NOT NULL,
             created_at TEXT NOT NULL,      -- transaction time
             expired_at TEXT                -- set by undo; NULL while active
-        );
+        , reference_time TEXT);
 CREATE TABLE clock (
             id INTEGER PRIMARY KEY CHECK (id = 1),
             last_at TEXT NOT NULL

@@ -8,6 +8,7 @@ from memctl.store.connection import open_database
 from memctl.store.schema import migrations
 
 PINNED = Path(__file__).parent / "blank_schema.sql"
+MIGRATIONS = ["0001_core", "0002_extraction", "0003_repairs", "0004_assertion_reference_time"]
 
 
 def schema_of(db) -> str:
@@ -26,11 +27,11 @@ def test_blank_schema_is_pinned(tmp_path):
 def test_migrations_apply_once_in_order_and_database_is_wal(tmp_path):
     path = tmp_path / "m.db"
     db = open_database(path)
-    assert [m.name for m in migrations.applied(db)] == ["0001_core", "0002_extraction", "0003_repairs"]
+    assert [m.name for m in migrations.applied(db)] == MIGRATIONS
     assert migrations.pending(db) == []
     db.conn.close()
     again = open_database(path)
-    assert [m.name for m in migrations.applied(again)] == ["0001_core", "0002_extraction", "0003_repairs"]
+    assert [m.name for m in migrations.applied(again)] == MIGRATIONS
     assert again.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert again.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
 
@@ -52,6 +53,6 @@ def test_an_existing_database_upgrades_and_keeps_its_data(tmp_path, cli):
     )
     old.conn.close()
     upgraded = open_database(path)
-    assert [m.name for m in migrations.applied(upgraded)] == ["0001_core", "0002_extraction", "0003_repairs"]
+    assert [m.name for m in migrations.applied(upgraded)] == MIGRATIONS
     assert upgraded.execute("SELECT id, extraction FROM episodes").fetchall() == [("ep_1", "structured")]
     assert cli("episodes", "--json", db=path).json()[0]["id"] == "ep_1"

@@ -13,6 +13,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from memctl import times
+from memctl.store import collector_paused
 from memctl.store.schema import migrations
 
 BUSY_TIMEOUT_MS = 60_000
@@ -84,13 +85,14 @@ def write_transaction(db: Database) -> Iterator[Database]:
     in WAL mode (SQLite returns SQLITE_BUSY at once), so two ingests would fail
     instead of taking turns.
     """
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")
+    with collector_paused():
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            raise
+        db.conn.execute("COMMIT")
 
 
 def transaction_time(db: Database, clock: Clock) -> str:

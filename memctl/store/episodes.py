@@ -13,7 +13,8 @@ from sqlite_utils import Database
 from memctl import names
 from memctl.model import Episode
 from memctl.store import in_chunks
-from memctl.store.facts import Slot, mention_rank, name_from_new_mentions
+from memctl.store.facts import Slot
+from memctl.store.naming import mention_rank, name_from_new_mentions
 
 
 @dataclass
@@ -122,7 +123,7 @@ def insert_assertions(db: Database, to_store: list[Episode], at: str) -> tuple[i
                 episode.id, ordinal, a.subject, subject_id, a.predicate, predicate_key, a.object, object_id,
                 a.fact, a.valid_at, a.valid_at_evidence, a.valid_at_precision, a.invalid_at,
                 a.invalid_at_evidence, a.invalid_at_precision, a.date_span, a.cardinality, a.extractor,
-                a.extracted_at or at, at,
+                a.extracted_at or at, at, episode.reference_time,
             ))
             slots.add((subject_id, predicate_key))
     name_from_new_mentions(db, first_mentions)
@@ -130,8 +131,8 @@ def insert_assertions(db: Database, to_store: list[Episode], at: str) -> tuple[i
         """
         INSERT INTO assertions (episode_id, ordinal, subject, subject_id, predicate, predicate_key, object,
             object_id, fact, valid_at, valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence,
-            invalid_at_precision, date_span, cardinality, extractor, extracted_at, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            invalid_at_precision, date_span, cardinality, extractor, extracted_at, created_at, reference_time)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         rows,
     )

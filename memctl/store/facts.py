@@ -37,46 +37,64 @@ class SlotChanges:
         self.inserted += other.inserted
 
 
-def _touched_table(db: Database, slots: Iterable[Slot]) -> None:
-    # Queries join it with CROSS JOIN, which tells SQLite to loop over these few slots
-    # and probe the big tables by index, instead of scanning them.
-    db.execute("CREATE TEMP TABLE IF NOT EXISTS touched_slots (subject_id INTEGER, predicate_key TEXT)")
+def _touched_table(db: Database, slots: Iterable[Slot]) -> list[Slot]:
+    """The slots, numbered in a temp table; returns them in that numbering's order.
+
+    Queries join it with CROSS JOIN, which tells SQLite to loop over these few slots
+    and probe the big tables by index, instead of scanning them. In sorted order the
+    probes walk the index forwards: twice as fast as random order over 400k rows.
+    """
+    slots = sorted(slots)
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS touched_slots "
+               "(n INTEGER PRIMARY KEY, subject_id INTEGER, predicate_key TEXT)")
     db.execute("DELETE FROM temp.touched_slots")
-    db.conn.executemany("INSERT INTO temp.touched_slots VALUES (?, ?)", list(slots))
+    db.conn.executemany("INSERT INTO temp.touched_slots VALUES (?, ?, ?)",
+                        [(n, subject_id, key) for n, (subject_id, key) in enumerate(slots)])
+    return slots
 
 
-def _active_assertions(db: Database) -> dict[Slot, list[tuple[SlotAssertion, str, str]]]:
-    """Active assertions of the touched slots, with each one's predicate and fact text."""
-    rows = db.execute(
+def _active_assertions(db: Database) -> dict[int, list[SlotAssertion]]:
+    """Active assertions of each touched slot, by the slot's number.
+
+    Only what resolution needs: a repair re-resolves up to a million of them, and each
+    column read is an object built per row. Texts are read later, for facts only.
+    """
+    by_slot: dict[int, list[SlotAssertion]] = defaultdict(list)
+    for row in db.execute(
         """
-        SELECT a.id, a.episode_id, a.ordinal, e.reference_time, a.object_id, a.valid_at,
-               a.invalid_at, a.cardinality, a.subject_id, a.predicate_key, a.predicate, a.fact
+        SELECT a.id, a.episode_id, a.ordinal, a.reference_time, a.object_id, a.valid_at, a.invalid_at,
+               a.cardinality, t.n
         FROM temp.touched_slots t
         CROSS JOIN assertions a ON a.subject_id = t.subject_id AND a.predicate_key = t.predicate_key
-        JOIN episodes e ON e.id = a.episode_id
         WHERE a.expired_at IS NULL
         """
-    ).fetchall()
-    by_slot: dict[Slot, list[tuple[SlotAssertion, str, str]]] = defaultdict(list)
-    for row in rows:
-        by_slot[(row[8], row[9])].append((SlotAssertion(*row[:8]), row[10], row[11]))
+    ):
+        by_slot[row[8]].append(SlotAssertion(*row[:8]))
     return by_slot
 
 
-def _current_facts(db: Database) -> dict[Slot, list[dict]]:
+def _texts(db: Database, assertion_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """(predicate, fact) of each assertion: a fact shows its first assertion's words."""
+    found: dict[int, tuple[str, str]] = {}
+    for chunk, marks in in_chunks(sorted(set(assertion_ids))):
+        found.update((row[0], row[1:]) for row in db.execute(
+            f"SELECT id, predicate, fact FROM assertions WHERE id IN ({marks})", chunk))
+    return found
+
+
+def _current_facts(db: Database) -> dict[int, list[dict]]:
     cursor = db.execute(
         f"""
-        SELECT {", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))}
+        SELECT t.n, {", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))}
         FROM temp.touched_slots t
         CROSS JOIN facts f ON f.subject_id = t.subject_id AND f.predicate_key = t.predicate_key
         WHERE f.expired_at IS NULL
         """
     )
-    columns = [d[0] for d in cursor.description]
-    by_slot: dict[Slot, list[dict]] = defaultdict(list)
-    for row in cursor.fetchall():
-        fact = dict(zip(columns, row))
-        by_slot[(fact["subject_id"], fact["predicate_key"])].append(fact)
+    columns = [d[0] for d in cursor.description][1:]
+    by_slot: dict[int, list[dict]] = defaultdict(list)
+    for n, *row in cursor:
+        by_slot[n].append(dict(zip(columns, row)))
     return by_slot
 
 
@@ -96,31 +114,36 @@ def _shape(fact: dict) -> tuple:
 
 def recompute_slots(db: Database, slots: Iterable[Slot], at: str) -> SlotChanges:
     """Bring the current facts of ``slots`` in line with their active assertions."""
-    slots = set(slots)
     changes = SlotChanges()
+    slots = _touched_table(db, set(slots))
     if not slots:
         return changes
-    _touched_table(db, slots)
     assertions = _active_assertions(db)
+    resolved = {}
+    for n in range(len(slots)):
+        slot_assertions = assertions.get(n, [])
+        resolved[n] = (resolve_slot(slot_assertions), slot_cardinality(slot_assertions))
+    texts = _texts(db, (fact.assertion_ids[0] for facts, _ in resolved.values() for fact in facts))
     current = _current_facts(db)
-    provenance = _active_provenance(db)
-    names = _entity_names(db, slots, assertions)
+    provenance = _stored_provenance(db)
     # Ids handed out here (we hold the write lock) let every row go in one executemany.
     next_id = db.execute("SELECT coalesce(max(id), 0) + 1 FROM facts").fetchone()[0]
-    provenance_rows: list[tuple] = []
-    for slot in slots:
-        slot_assertions = assertions.get(slot, [])
-        resolved = resolve_slot([a for a, _, _ in slot_assertions])
-        detail = {a.id: (a.episode_id, predicate, fact) for a, predicate, fact in slot_assertions}
-        cardinality = slot_cardinality([a for a, _, _ in slot_assertions])
-        wanted = {_shape(row): (row, fact) for fact in resolved
-                  for row in [_fact_row(slot, fact, detail, cardinality)]}
+    provenance_added: list[tuple] = []
+    provenance_removed: list[tuple] = []
+    for n, slot in enumerate(slots):
+        facts, cardinality = resolved[n]
+        episode_of = _EpisodeOf(assertions.get(n, []))
+        wanted = {_shape(row): (row, fact) for fact in facts for row in [_fact_row(slot, fact, texts, cardinality)]}
         kept: set[tuple] = set()
-        for existing in current.get(slot, []):
+        for existing in current.get(n, []):
             shape = _shape(existing)
             if shape in wanted and shape not in kept:
                 kept.add(shape)
-                _sync_provenance(db, existing["id"], wanted[shape][1], detail, provenance.get(existing["id"], set()))
+                # Rows of expired assertions stay, so --known-at still sees who supported it then.
+                stored = provenance.get(existing["id"], set())
+                wanted_ids = set(wanted[shape][1].assertion_ids)
+                provenance_added += [(existing["id"], a, episode_of[a]) for a in sorted(wanted_ids - stored)]
+                provenance_removed += [(existing["id"], a) for a in sorted(stored - wanted_ids) if a in episode_of]
             else:
                 changes.expired.append({**existing, "expired_at": at})
         for shape, (row, fact) in wanted.items():
@@ -128,7 +151,7 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str) -> SlotChanges
                 continue
             row = {"id": next_id, **row, "created_at": at, "expired_at": None}
             next_id += 1
-            provenance_rows += [(row["id"], a, detail[a][0]) for a in fact.assertion_ids]
+            provenance_added += [(row["id"], a, episode_of[a]) for a in fact.assertion_ids]
             changes.inserted.append(row)
     db.conn.executemany("UPDATE facts SET expired_at = ? WHERE id = ?", [(at, row["id"]) for row in changes.expired])
     if changes.inserted:
@@ -137,8 +160,10 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str) -> SlotChanges
             f"INSERT INTO facts ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
             [[row[c] for c in columns] for row in changes.inserted],
         )
-    db.conn.executemany("INSERT INTO fact_provenance (fact_id, assertion_id, episode_id) VALUES (?, ?, ?)",
-                        provenance_rows)
+    db.conn.executemany("DELETE FROM fact_provenance WHERE fact_id = ? AND assertion_id = ?", provenance_removed)
+    db.conn.executemany("INSERT OR IGNORE INTO fact_provenance (fact_id, assertion_id, episode_id) VALUES (?, ?, ?)",
+                        provenance_added)
+    names = _entity_names(db, {id_ for row in changes.inserted for id_ in (row["subject_id"], row["object_id"])})
     db.conn.executemany(
         "INSERT INTO facts_fts (rowid, fact, subject, predicate, object) VALUES (?, ?, ?, ?, ?)",
         [(row["id"], row["fact"], names[row["subject_id"]], row["predicate"], names[row["object_id"]])
@@ -147,8 +172,29 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str) -> SlotChanges
     return changes
 
 
-def _fact_row(slot: Slot, fact: ResolvedFact, detail: dict, cardinality: str) -> dict:
-    _, predicate, text = detail[fact.assertion_ids[0]]
+class _EpisodeOf(dict):
+    """Episode id by active assertion id, built only when a slot's provenance changes:
+    most recomputed slots keep every fact as it was."""
+
+    def __init__(self, slot_assertions: list[SlotAssertion]):
+        super().__init__()
+        self._assertions = slot_assertions
+
+    def _fill(self) -> None:
+        if not self and self._assertions:
+            self.update((a.id, a.episode_id) for a in self._assertions)
+
+    def __getitem__(self, assertion_id: int) -> str:
+        self._fill()
+        return super().__getitem__(assertion_id)
+
+    def __contains__(self, assertion_id: object) -> bool:
+        self._fill()
+        return super().__contains__(assertion_id)
+
+
+def _fact_row(slot: Slot, fact: ResolvedFact, texts: dict, cardinality: str) -> dict:
+    predicate, text = texts[fact.assertion_ids[0]]
     return {
         "subject_id": slot[0], "predicate": predicate, "predicate_key": slot[1],
         "object_id": fact.object_id, "fact": text, "cardinality": cardinality,
@@ -156,8 +202,8 @@ def _fact_row(slot: Slot, fact: ResolvedFact, detail: dict, cardinality: str) ->
     }
 
 
-def _active_provenance(db: Database) -> dict[int, set[int]]:
-    """Active assertion ids behind each current fact of the touched slots."""
+def _stored_provenance(db: Database) -> dict[int, set[int]]:
+    """Assertion ids (active or expired) behind each current fact of the touched slots."""
     by_fact: dict[int, set[int]] = defaultdict(set)
     for fact_id, assertion_id in db.execute(
         """
@@ -165,83 +211,14 @@ def _active_provenance(db: Database) -> dict[int, set[int]]:
         FROM temp.touched_slots t
         CROSS JOIN facts f ON f.subject_id = t.subject_id AND f.predicate_key = t.predicate_key AND f.expired_at IS NULL
         CROSS JOIN fact_provenance p ON p.fact_id = f.id
-        CROSS JOIN assertions a ON a.id = p.assertion_id AND a.expired_at IS NULL
         """
-    ).fetchall():
+    ):
         by_fact[fact_id].add(assertion_id)
     return by_fact
 
 
-def _sync_provenance(db: Database, fact_id: int, fact: ResolvedFact, detail: dict, active: set[int]) -> None:
-    """A kept version's provenance: add new assertions; drop active ones now elsewhere.
-
-    Rows of expired assertions stay, so ``--known-at`` still sees who supported it then.
-    """
-    wanted = set(fact.assertion_ids)
-    if wanted - active:
-        db.conn.executemany(
-            "INSERT OR IGNORE INTO fact_provenance (fact_id, assertion_id, episode_id) VALUES (?, ?, ?)",
-            [(fact_id, a, detail[a][0]) for a in sorted(wanted - active)],
-        )
-    if active - wanted:
-        db.conn.executemany(
-            "DELETE FROM fact_provenance WHERE fact_id = ? AND assertion_id = ?",
-            [(fact_id, a) for a in sorted(active - wanted)],
-        )
-
-
-def _entity_names(db: Database, slots: set[Slot], assertions: dict) -> dict[int, str]:
-    ids = {subject for subject, _ in slots} | {a.object_id for group in assertions.values() for a, _, _ in group}
+def _entity_names(db: Database, ids: set[int]) -> dict[int, str]:
     found: dict[int, str] = {}
     for chunk, marks in in_chunks(sorted(ids)):
         found.update(db.execute(f"SELECT id, name FROM entities WHERE id IN ({marks})", chunk).fetchall())
     return found
-
-
-# The order of mentions that decides a name, as one fixed-width string, so SQL and
-# Python compare it alike: time, end before start, reference time, episode, ordinal,
-# subject before object.
-_RANK_SQL = "printf('%s%d%s%s%09d%d', t, kind, r, episode_id, ordinal, side)"
-
-
-def mention_rank(assertion_time: str, is_start: bool, reference_time: str, episode_id: str,
-                 ordinal: int, side: int) -> str:
-    return f"{assertion_time}{int(is_start)}{reference_time}{episode_id}{ordinal:09d}{side}"
-
-
-def name_from_new_mentions(db: Database, mentions: dict[int, tuple[str, str]]) -> None:
-    """Adding assertions can only move a name earlier: compare with the stored rank."""
-    db.conn.executemany(
-        "UPDATE entities SET name = ?, name_rank = ? WHERE id = ? AND (name_rank IS NULL OR name_rank > ?)",
-        [(form, rank, entity_id, rank) for entity_id, (rank, form) in mentions.items()],
-    )
-
-
-def rename_entities(db: Database, entity_ids: Iterable[int]) -> None:
-    """Each entity shows the name its earliest active assertion wrote (valid-time order).
-
-    "First given" by world time rather than by ingest order, so ingesting in another
-    order, or undoing the episode that introduced a spelling, shows the same name.
-    An entity no active assertion mentions keeps its last name for the history.
-    """
-    for entity_id in set(entity_ids):
-        first = db.execute(
-            f"""
-            SELECT form, {_RANK_SQL} AS rank FROM (
-                SELECT a.subject AS form, coalesce(a.valid_at, a.invalid_at) AS t,
-                       a.valid_at IS NOT NULL AS kind, e.reference_time AS r, a.episode_id, a.ordinal, 0 AS side
-                FROM assertions a JOIN episodes e ON e.id = a.episode_id
-                WHERE a.subject_id = :id AND a.expired_at IS NULL
-                UNION ALL
-                SELECT a.object, coalesce(a.valid_at, a.invalid_at), a.valid_at IS NOT NULL,
-                       e.reference_time, a.episode_id, a.ordinal, 1
-                FROM assertions a JOIN episodes e ON e.id = a.episode_id
-                WHERE a.object_id = :id AND a.expired_at IS NULL
-            ) ORDER BY rank LIMIT 1
-            """,
-            {"id": entity_id},
-        ).fetchone()
-        if first is None:
-            db.execute("UPDATE entities SET name_rank = NULL WHERE id = ?", [entity_id])
-        else:
-            db.execute("UPDATE entities SET name = ?, name_rank = ? WHERE id = ?", [*first, entity_id])
