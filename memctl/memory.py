@@ -67,7 +67,7 @@ class Memory:
 
     def _apply(self, at: str, touched: Touched) -> SlotChanges:
         rename_entities(self.db, touched.entities)
-        return recompute_slots(self.db, touched.slots, at)
+        return recompute_slots(self.db, touched.slots, at, touched.values)
 
     def _record_operation(self, operation_id: str, kind: str, at: str, command: dict, status: str) -> None:
         self.db.execute(
@@ -342,10 +342,10 @@ class Memory:
                             "reopened": [], "changed": [], "added": [], "applied": False, "operation_id": None}
                 at = transaction_time(self.db, self.clock)
                 touched = repair.restore(self.db, operation_id)
-                before = current_facts(self.db, touched.slots)
+                before = current_facts(self.db, touched.slots, touched.values)
                 self._apply(at, touched)
                 plan = {"episodes": [], "repair": operation_id, "already_undone": [], "purge": False,
-                        **_classify(self.db, before, current_facts(self.db, touched.slots)),
+                        **_classify(self.db, before, current_facts(self.db, touched.slots, touched.values)),
                         "applied": False, "operation_id": None}
                 if not apply:
                     raise _DryRun

@@ -17,7 +17,6 @@ change is journaled in ``repairs`` so that undoing the repair restores the old b
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlite_utils import Database
@@ -93,79 +92,97 @@ def plan(db: Database) -> RepairPlan:
     return result
 
 
+Dated = tuple[str | None, str | None, str | None]  # a date column's (value, evidence, precision)
+
+
 def apply(db: Database, repair_plan: RepairPlan, operation_id: str) -> Touched:
     """Write the fixes and their journal; returns the slots to recompute."""
-
-    def write() -> None:
-        for column in ("valid_at", "invalid_at"):
-            fixes = [fix for fix in repair_plan.fixes if fix.column == column]
-            db.conn.executemany(
-                f"""INSERT INTO repairs (operation_id, assertion_id, column_name, old_value, old_evidence,
-                                         old_precision, new_value)
-                    SELECT ?, id, ?, {column}, {column}_evidence, {column}_precision, ?
-                    FROM assertions WHERE id = ?""",
-                [(operation_id, column, fix.new, fix.assertion_id) for fix in fixes],
-            )
-            db.conn.executemany(
-                f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
-                [(fix.new, *(("repair", "instant") if fix.new else (None, None)), fix.assertion_id) for fix in fixes],
-            )
-
-    return _move_dates(db, [fix.assertion_id for fix in repair_plan.fixes], write)
+    changes: dict[int, dict[str, Dated]] = defaultdict(dict)
+    for fix in repair_plan.fixes:
+        changes[fix.assertion_id][fix.column] = (fix.new, *(("repair", "instant") if fix.new else (None, None)))
+    return _set_dates(db, changes, journal=operation_id)
 
 
 def restore(db: Database, operation_id: str) -> Touched:
     """Put back every date the repair ``operation_id`` changed, exactly as it was."""
-    rows = db.execute(
+    changes: dict[int, dict[str, Dated]] = defaultdict(dict)
+    for assertion_id, column, *old in db.execute(
         "SELECT assertion_id, column_name, old_value, old_evidence, old_precision FROM repairs WHERE operation_id = ?",
         [operation_id],
-    ).fetchall()
-
-    def write() -> None:
-        for column in ("valid_at", "invalid_at"):
-            db.conn.executemany(
-                f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
-                [(value, evidence, precision, assertion_id)
-                 for assertion_id, column_name, value, evidence, precision in rows if column_name == column],
-            )
-
-    return _move_dates(db, [row[0] for row in rows], write)
+    ):
+        changes[assertion_id][column] = tuple(old)
+    return _set_dates(db, changes, journal=None)
 
 
-def _move_dates(db: Database, assertion_ids: list[int], write: Callable[[], None]) -> Touched:
-    """Run ``write``, which changes these active assertions' dates; entity names follow.
+def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str | None) -> Touched:
+    """Change the dates of active assertions (journaled under the operation ``journal``);
+    entity names follow.
 
     Returns the slots whose facts the change can alter: a slot is left out only when
     every move in it is inert (``start_move_is_inert``) against its facts before.
     """
-    assertion_ids = sorted(set(assertion_ids))
-    before, fact_of = _dates_and_mentions(db, assertion_ids), _current_fact_of(db, assertion_ids)
-    write()
-    after = _dates_and_mentions(db, assertion_ids)
-    rename_after_moves(db, {key: mention for _, _, mentions in before.values() for key, mention in mentions},
-                       {key: mention for _, _, mentions in after.values() for key, mention in mentions})
+    assertion_ids = sorted(changes)
+    stored, fact_of = _stored_dates(db, assertion_ids), _current_fact_of(db, assertion_ids)
+    for column in ("valid_at", "invalid_at"):
+        changed = [(assertion_id, change[column]) for assertion_id, change in changes.items() if column in change]
+        if journal:
+            db.conn.executemany(
+                "INSERT INTO repairs (operation_id, assertion_id, column_name, old_value, old_evidence, old_precision, "
+                "new_value) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(journal, assertion_id, column, *stored[assertion_id].dates[column], new[0])
+                 for assertion_id, new in changed],
+            )
+        db.conn.executemany(
+            f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
+            [(*new, assertion_id) for assertion_id, new in changed],
+        )
+    mentions_before: dict[tuple[int, int], tuple] = {}
+    mentions_after: dict[tuple[int, int], tuple] = {}
     touched = Touched()
-    for assertion_id, (slot, old_dates, _) in before.items():
+    for assertion_id, row in stored.items():
+        old = (row.dates["valid_at"][0], row.dates["invalid_at"][0])
+        new = tuple(changes[assertion_id].get(column, row.dates[column])[0] for column in ("valid_at", "invalid_at"))
+        for side, (before, after) in enumerate(zip(row.mentions(*old), row.mentions(*new))):
+            mentions_before[assertion_id, side], mentions_after[assertion_id, side] = before, after
         fact = fact_of.get(assertion_id)
-        if fact is None or not start_move_is_inert(*fact, old_dates, after[assertion_id][1]):
-            touched.slots.add(slot)
+        if fact is None:
+            touched.slots.add(row.slot)
+        elif not start_move_is_inert(*fact, old, new):
+            if fact[3] == "many":  # values of a many-valued slot do not interact
+                touched.values.add((*row.slot, row.names[1][0]))
+            else:
+                touched.slots.add(row.slot)
+    rename_after_moves(db, mentions_before, mentions_after)
     return touched
 
 
-def _dates_and_mentions(db: Database, assertion_ids: list[int]) -> dict[int, tuple]:
-    """assertion id → (slot, (valid_at, invalid_at), its two mentions as ``rename_after_moves`` takes them)."""
+@dataclass
+class _Stored:
+    slot: tuple[int, str]
+    dates: dict[str, Dated]
+    names: tuple[tuple[int, str], tuple[int, str]]  # (entity id, form) of subject and object
+    reference_time: str
+    episode_id: str
+    ordinal: int
+
+    def mentions(self, valid_at: str | None, invalid_at: str | None) -> list[tuple[int, str, str]]:
+        """(entity id, rank, form) of subject and object, with these dates."""
+        return [(entity_id, mention_rank(valid_at or invalid_at, valid_at is not None, self.reference_time,
+                                         self.episode_id, self.ordinal, side), form)
+                for side, (entity_id, form) in enumerate(self.names)]
+
+
+def _stored_dates(db: Database, assertion_ids: list[int]) -> dict[int, _Stored]:
     found = {}
     for chunk, marks in in_chunks(assertion_ids):
-        for (assertion_id, subject_id, predicate_key, valid_at, invalid_at, subject, object_id, object_,
-             reference_time, episode_id, ordinal) in db.execute(
-            f"""SELECT id, subject_id, predicate_key, valid_at, invalid_at, subject, object_id, object,
-                       reference_time, episode_id, ordinal
+        for row in db.execute(
+            f"""SELECT id, subject_id, predicate_key, valid_at, valid_at_evidence, valid_at_precision, invalid_at,
+                       invalid_at_evidence, invalid_at_precision, subject, object_id, object, reference_time,
+                       episode_id, ordinal
                 FROM assertions WHERE id IN ({marks})""", chunk
         ):
-            mentions = [((assertion_id, side), (entity_id, mention_rank(valid_at or invalid_at, valid_at is not None,
-                                                                      reference_time, episode_id, ordinal, side), form))
-                        for side, (entity_id, form) in enumerate([(subject_id, subject), (object_id, object_)])]
-            found[assertion_id] = ((subject_id, predicate_key), (valid_at, invalid_at), mentions)
+            found[row[0]] = _Stored((row[1], row[2]), {"valid_at": row[3:6], "invalid_at": row[6:9]},
+                                    ((row[1], row[9]), (row[10], row[11])), *row[12:])
     return found
 
 

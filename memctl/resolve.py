@@ -56,10 +56,13 @@ def slot_cardinality(assertions: list[SlotAssertion]) -> str:
     return "many" if any(a.cardinality == "many" for a in assertions) else "one"
 
 
-def resolve_slot(assertions: list[SlotAssertion]) -> list[ResolvedFact]:
-    """The facts of one slot in timeline order."""
+def resolve_slot(assertions: list[SlotAssertion], cardinality: str | None = None) -> list[ResolvedFact]:
+    """The facts of one slot in timeline order.
+
+    ``cardinality``, when given, is the whole slot's, for a part of a slot's assertions.
+    """
     ordered = sorted(assertions, key=SlotAssertion.sort_key)
-    if slot_cardinality(ordered) == "one":
+    if (cardinality or slot_cardinality(ordered)) == "one":
         # The sweep emits in timeline order, even for zero-length facts at one instant.
         return _sweep(ordered, supersede=True)
     by_value: dict[int, list[SlotAssertion]] = {}

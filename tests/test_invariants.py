@@ -262,3 +262,20 @@ def test_undo_stays_exact_with_retries_and_repairs_mixed_in(made, data):
     treat(expected, retried - undone)
     assert current_facts(everything) == current_facts(expected)
     assert_rebuild_is_a_no_op(everything)
+
+
+@settings(max_examples=150)
+@given(damaged())
+def test_repair_and_its_undo_recompute_exactly_what_a_rebuild_would(made):
+    """Repair re-resolves only the slots (or single values) its date moves can change, and
+    looks up only names whose first mention moved later; a full rebuild must agree."""
+    memory = ingested([made])
+    before = current_facts(memory)
+    memory.clock.advance(seconds=1)
+    repaired = memory.repair_midnights(apply=True)
+    assert_rebuild_is_a_no_op(memory)
+    if repaired["applied"]:
+        memory.clock.advance(seconds=1)
+        memory.undo([repaired["operation_id"]], apply=True)
+        assert current_facts(memory) == before
+        assert_rebuild_is_a_no_op(memory)

@@ -13,18 +13,23 @@ from sqlite_utils import Database
 from memctl import names
 from memctl.model import Episode
 from memctl.store import in_chunks
-from memctl.store.facts import Slot
+from memctl.store.facts import Slot, Value
 from memctl.store.naming import mention_rank, name_from_new_mentions
 
 
 @dataclass
 class Touched:
+    """What a change touched: the slots (and single values, see ``recompute_slots``) to
+    recompute, and the entities whose names to look up again."""
+
     slots: set[Slot] = field(default_factory=set)
     entities: set[int] = field(default_factory=set)
+    values: set[Value] = field(default_factory=set)
 
     def update(self, other: Touched) -> None:
         self.slots |= other.slots
         self.entities |= other.entities
+        self.values |= other.values
 
 
 @dataclass
