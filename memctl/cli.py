@@ -259,7 +259,8 @@ def recall(
 
 @app.command()
 def undo(
-    targets: Annotated[Optional[list[str]], typer.Argument(help="Episode or ingest-operation ids, or unique prefixes.")] = None,
+    targets: Annotated[Optional[list[str]], typer.Argument(
+        help="Episode or ingest-operation ids (or unique prefixes), or one repair or retry operation.")] = None,
     source: Annotated[Optional[Path], typer.Option("--source", help="Every episode that came from this file.")] = None,
     apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
     purge: Annotated[bool, typer.Option("--purge", help="Erase the episodes and their content for good (e.g. secrets).")] = False,
@@ -275,16 +276,26 @@ def undo(
         _print_json(plan)
         return
     console = _console()
-    if not plan["episodes"]:
+    kind = "repair" if "repair" in plan else "retry" if "retry" in plan else None
+    what = f"the {kind} {plan[kind]}" if kind else f"{len(plan['episodes'])} episode(s)"
+    if plan["already_undone"] and kind:
+        console.print(f"nothing to undo: {what} was already undone")
+        return
+    if kind == "retry" and not plan["episodes"]:
+        console.print(f"nothing to undo: every episode of {what} changed since: {', '.join(plan['changed_since'])}")
+        return
+    if not kind and not plan["episodes"]:
         console.print(f"nothing to undo: {len(plan['already_undone'])} episode(s) already undone")
         return
-    rows = [[kind, row["fact"], f"{_day(row['valid_at'])} → {_day(row.get('invalid_at_before', row['invalid_at']))}",
-             f"→ {_day(row['invalid_at'])}" if kind != "removed" else ""]
-            for kind in ("removed", "reopened", "changed", "added") for row in plan[kind]]
+    rows = [[effect, row["fact"], f"{_day(row['valid_at'])} → {_day(row.get('invalid_at_before', row['invalid_at']))}",
+             f"→ {_day(row['invalid_at'])}" if effect != "removed" else ""]
+            for effect in ("removed", "reopened", "changed", "added") for row in plan[effect]]
     verb = "Purged" if plan["purge"] else "Undid"
-    title = (f"{verb} {len(plan['episodes'])} episode(s), operation {plan['operation_id']}" if plan["applied"]
-             else f"Plan for {len(plan['episodes'])} episode(s) (nothing changed; pass --apply)")
+    title = (f"{verb} {what}, operation {plan['operation_id']}" if plan["applied"]
+             else f"Plan for undoing {what} (nothing changed; pass --apply)")
     console.print(_table(title, ["effect", "fact", "valid", "now ends"], rows))
+    if plan.get("changed_since"):
+        console.print(f"left as they are, changed since the retry: {', '.join(plan['changed_since'])}")
 
 
 @app.command()

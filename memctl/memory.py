@@ -27,7 +27,8 @@ from memctl.ingest import BATCH_EPISODES, IngestReport, batches, read_sources
 from memctl.sources import IngestOptions
 from memctl.store import collector_paused, in_chunks
 from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
-from memctl.store.episodes import Touched, replace_assertions, sort_new, store_episodes, expire_episodes, purge_episodes, touched_by
+from memctl.store.episodes import (Touched, expire_episodes, purge_episodes, replace_assertions, revert_retry, sort_new,
+                                   store_episodes, touched_by)
 from memctl.store.facts import SlotChanges, current_facts, recompute_slots
 from memctl.store.naming import rename_entities
 
@@ -196,7 +197,7 @@ class Memory:
             kind = self.db.execute("SELECT kind FROM operations WHERE id = ?", found).fetchone()[0]
             if kind != "ingest":
                 raise MemctlError(f"{found[0]} is a {kind} operation; undo takes episodes, ingest operations, "
-                                  "or a repair operation on its own")
+                                  "or a repair or retry operation on its own")
             rows = self.db.execute("SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", found).fetchall()
             if not rows:
                 raise MemctlError(f"{found[0]} has no episodes left: they were purged or ingested again by a later operation")
@@ -216,9 +217,9 @@ class Memory:
         repair changed. A preview unless ``apply``."""
         if len(targets) == 1 and source is None and not purge:
             found = self._lookup("operations", targets[0])
-            if len(found) == 1 and self.db.execute(
-                    "SELECT kind FROM operations WHERE id = ?", found).fetchone()[0] == "repair":
-                return self._undo_repair(found[0], apply=apply)
+            kind = found and self.db.execute("SELECT kind FROM operations WHERE id = ?", found[:1]).fetchone()[0]
+            if len(found) == 1 and kind in ("repair", "retry"):
+                return self._undo_operation(found[0], kind, apply=apply)
         episode_ids = self.resolve_targets(targets, source)
         plan: dict = {}
         try:
@@ -290,7 +291,7 @@ class Memory:
                     at = transaction_time(self.db, self.clock)
                     operation_id = _new_operation_id()
                     self._record_operation(operation_id, "retry", at, {"episodes": ids, "extractor": extractor.name}, "done")
-                    changes = self._apply(at, replace_assertions(self.db, episodes, at))
+                    changes = self._apply(at, replace_assertions(self.db, episodes, at, operation_id))
                     counts = {"episodes": len(episodes), "assertions": sum(len(e.assertions) for e in episodes),
                               "failures": report.extraction_failures, "model_calls": report.extraction_calls,
                               "cache_hits": report.cache_hits, "guard_changes": report.guard_changes,
@@ -331,29 +332,35 @@ class Memory:
                             [at, json.dumps(counts), operation_id])
         return {**result, "applied": True, "operation_id": operation_id}
 
-    def _undo_repair(self, operation_id: str, *, apply: bool) -> dict:
-        """Put back every date a repair changed; a plan unless ``apply``."""
+    def _undo_operation(self, operation_id: str, kind: str, *, apply: bool) -> dict:
+        """Put back what a repair or a retry changed; a plan unless ``apply``."""
         plan: dict = {}
         try:
             with write_transaction(self.db):
-                status = self.db.execute("SELECT status FROM operations WHERE id = ?", [operation_id]).fetchone()[0]
+                status, operation_at = self.db.execute("SELECT status, at FROM operations WHERE id = ?",
+                                                       [operation_id]).fetchone()
+                plan = {"episodes": [], kind: operation_id, "already_undone": [], "changed_since": [],
+                        "purge": False, "removed": [], "reopened": [], "changed": [], "added": [],
+                        "applied": False, "operation_id": None}
                 if status == "undone":
-                    return {"episodes": [], "already_undone": [operation_id], "purge": False, "removed": [],
-                            "reopened": [], "changed": [], "added": [], "applied": False, "operation_id": None}
+                    plan["already_undone"] = [operation_id]
+                    return plan
                 at = transaction_time(self.db, self.clock)
-                touched = repair.restore(self.db, operation_id)
+                if kind == "repair":
+                    touched = repair.restore(self.db, operation_id)
+                else:
+                    touched, plan["episodes"], plan["changed_since"] = revert_retry(
+                        self.db, operation_id, operation_at, at)
                 before = current_facts(self.db, touched.slots, touched.values)
                 self._apply(at, touched)
-                plan = {"episodes": [], "repair": operation_id, "already_undone": [], "purge": False,
-                        **_classify(self.db, before, current_facts(self.db, touched.slots, touched.values)),
-                        "applied": False, "operation_id": None}
-                if not apply:
+                plan.update(_classify(self.db, before, current_facts(self.db, touched.slots, touched.values)))
+                if not apply or (kind == "retry" and not plan["episodes"]):
                     raise _DryRun
                 undo_id = _new_operation_id()
                 self._record_operation(undo_id, "undo", at, {"targets": [operation_id]}, "done")
-                self.db.execute("UPDATE operations SET finished_at = ?, counts = ? WHERE id = ?",
-                                [at, json.dumps({k: len(plan[k]) for k in ("removed", "reopened", "changed", "added")}),
-                                 undo_id])
+                counts = {k: len(plan[k]) for k in ("episodes", "removed", "reopened", "changed", "added")}
+                self.db.execute("UPDATE operations SET finished_at = ?, counts = ?, episode_ids = ? WHERE id = ?",
+                                [at, json.dumps(counts), json.dumps(plan["episodes"]), undo_id])
                 self.db.execute("UPDATE operations SET status = 'undone' WHERE id = ?", [operation_id])
                 plan.update(applied=True, operation_id=undo_id)
         except _DryRun:

@@ -61,16 +61,20 @@ class RepairPlan:
 
 def plan(db: Database) -> RepairPlan:
     result = RepairPlan()
+    stated: dict[str, set[str]] = {}  # by episode: an episode's suspects share its text
     for column in ("valid_at", "invalid_at"):
         # Streamed: the episode text is needed only for the suspects, one row at a time.
-        for assertion_id, value, fact, reference_time, content, end, extracted_at, start in db.execute(
-            f"""SELECT a.id, a.{column}, a.fact, e.reference_time, e.content, a.invalid_at, a.extracted_at, a.valid_at
+        for assertion_id, value, fact, episode_id, reference_time, content, end, extracted_at, start in db.execute(
+            f"""SELECT a.id, a.{column}, a.fact, e.id, e.reference_time, e.content, a.invalid_at, a.extracted_at,
+                       a.valid_at
                 FROM assertions a JOIN episodes e ON e.id = a.episode_id WHERE {_signature(column)}"""
         ):
             end_stays = end is not None and not (end.endswith(MIDNIGHT) and end[:10] == extracted_at[:10])
+            if episode_id not in stated:
+                stated[episode_id] = stated_days(content, reference_time)
             if column == "valid_at" and value == reference_time:
                 result.skipped["midnight that is the episode's own time"] += 1
-            elif value[:10] in stated_days(content, reference_time):
+            elif value[:10] in stated[episode_id]:
                 result.skipped["a day the episode's text states"] += 1
             elif column == "valid_at" and end_stays and end <= reference_time:
                 result.skipped["the repaired start would not be before its stated end"] += 1
@@ -129,7 +133,7 @@ def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str 
             db.conn.executemany(
                 "INSERT INTO repairs (operation_id, assertion_id, column_name, old_value, old_evidence, old_precision, "
                 "new_value) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(journal, assertion_id, column, *stored[assertion_id].dates[column], new[0])
+                [(journal, assertion_id, column, *getattr(stored[assertion_id], column), new[0])
                  for assertion_id, new in changed],
             )
         db.conn.executemany(
@@ -140,10 +144,12 @@ def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str 
     mentions_after: dict[tuple[int, int], tuple] = {}
     touched = Touched()
     for assertion_id, row in stored.items():
-        old = (row.dates["valid_at"][0], row.dates["invalid_at"][0])
-        new = tuple(changes[assertion_id].get(column, row.dates[column])[0] for column in ("valid_at", "invalid_at"))
-        for side, (before, after) in enumerate(zip(row.mentions(*old), row.mentions(*new))):
-            mentions_before[assertion_id, side], mentions_after[assertion_id, side] = before, after
+        change = changes[assertion_id]
+        old = (row.valid_at[0], row.invalid_at[0])
+        new = (change.get("valid_at", row.valid_at)[0], change.get("invalid_at", row.invalid_at)[0])
+        for side, (entity_id, form) in enumerate(row.names):
+            mentions_before[assertion_id, side] = (entity_id, row.rank(*old, side), form)
+            mentions_after[assertion_id, side] = (entity_id, row.rank(*new, side), form)
         fact = fact_of.get(assertion_id)
         if fact is None:
             touched.slots.add(row.slot)
@@ -156,20 +162,19 @@ def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str 
     return touched
 
 
-@dataclass
+@dataclass(slots=True)
 class _Stored:
     slot: tuple[int, str]
-    dates: dict[str, Dated]
+    valid_at: Dated
+    invalid_at: Dated
     names: tuple[tuple[int, str], tuple[int, str]]  # (entity id, form) of subject and object
     reference_time: str
     episode_id: str
     ordinal: int
 
-    def mentions(self, valid_at: str | None, invalid_at: str | None) -> list[tuple[int, str, str]]:
-        """(entity id, rank, form) of subject and object, with these dates."""
-        return [(entity_id, mention_rank(valid_at or invalid_at, valid_at is not None, self.reference_time,
-                                         self.episode_id, self.ordinal, side), form)
-                for side, (entity_id, form) in enumerate(self.names)]
+    def rank(self, valid_at: str | None, invalid_at: str | None, side: int) -> str:
+        return mention_rank(valid_at or invalid_at, valid_at is not None, self.reference_time, self.episode_id,
+                            self.ordinal, side)
 
 
 def _stored_dates(db: Database, assertion_ids: list[int]) -> dict[int, _Stored]:
@@ -181,8 +186,8 @@ def _stored_dates(db: Database, assertion_ids: list[int]) -> dict[int, _Stored]:
                        episode_id, ordinal
                 FROM assertions WHERE id IN ({marks})""", chunk
         ):
-            found[row[0]] = _Stored((row[1], row[2]), {"valid_at": row[3:6], "invalid_at": row[6:9]},
-                                    ((row[1], row[9]), (row[10], row[11])), *row[12:])
+            found[row[0]] = _Stored((row[1], row[2]), row[3:6], row[6:9], ((row[1], row[9]), (row[10], row[11])),
+                                    *row[12:])
     return found
 
 

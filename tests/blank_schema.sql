@@ -101,6 +101,13 @@ CREATE TABLE repairs (
             new_value TEXT,
             PRIMARY KEY (operation_id, assertion_id, column_name)
         ) WITHOUT ROWID;
+CREATE TABLE retries (
+            operation_id TEXT NOT NULL REFERENCES operations(id),
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            old_extraction TEXT NOT NULL,
+            old_extraction_error TEXT,
+            PRIMARY KEY (operation_id, episode_id)
+        ) WITHOUT ROWID;
 CREATE INDEX assertions_episode ON assertions(episode_id);
 CREATE INDEX assertions_midnight_invalid ON assertions(episode_id) WHERE expired_at IS NULL
             AND substr(invalid_at, 11) = 'T00:00:00.000000Z' AND substr(invalid_at, 1, 10) = substr(extracted_at, 1, 10);

@@ -279,3 +279,22 @@ def test_repair_and_its_undo_recompute_exactly_what_a_rebuild_would(made):
         memory.undo([repaired["operation_id"]], apply=True)
         assert current_facts(memory) == before
         assert_rebuild_is_a_no_op(memory)
+
+
+@given(damaged(), st.data())
+def test_undo_of_a_retry_is_an_exact_inverse(made, data):
+    """Undoing a retry restores the facts as they were before it, and undoing episodes
+    afterwards still equals never having ingested them."""
+    retried = sorted({e.id for e in data.draw(st.lists(st.sampled_from(made), min_size=1, unique_by=lambda e: e.id))})
+    memory = ingested([made])
+    before = current_facts(memory)
+    memory.clock.advance(seconds=1)
+    retry_id = memory.retry(retried, _Relocating())["operation_id"]
+    memory.clock.advance(seconds=1)
+    assert memory.undo([retry_id], apply=True)["episodes"] == retried
+    assert current_facts(memory) == before
+    assert_rebuild_is_a_no_op(memory)
+    undone = {e.id for e in data.draw(st.lists(st.sampled_from(made), min_size=1, unique_by=lambda e: e.id))}
+    memory.clock.advance(seconds=1)
+    memory.undo(sorted(undone), apply=True)
+    assert current_facts(memory) == current_facts(ingested([[e for e in made if e.id not in undone]]))

@@ -139,3 +139,20 @@ def test_a_retraction_with_an_invented_end_keeps_a_date(cli, db_path, tmp_path):
     assert [(r["valid_at"], r["invalid_at"]) for r in history] == [
         ("2024-01-05T10:00:00.000000Z", "2024-03-01T10:00:00.000000Z")]
     assert cli("undo", done["operation_id"], "--apply").code == 0
+
+
+def test_purging_a_repaired_episode_takes_its_journal_and_the_repair_still_undoes_the_rest(cli, db_path, tmp_path):
+    legacy = tmp_path / "legacy.jsonl"
+    legacy_dataset(legacy)
+    assert cli("ingest", legacy, "--format", "facts").code == 0
+    repair_id = cli("repair", "midnight-hallucinations", "--apply", "--json").json()["operation_id"]
+    first = cli("episodes", "--json").json()[0]["id"]
+    purged = cli("undo", first, "--purge", "--apply", "--json")
+    assert purged.code == 0 and purged.json()["applied"]
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM repairs r LEFT JOIN assertions a ON a.id = r.assertion_id "
+                            "WHERE a.id IS NULL").fetchone()[0] == 0
+    undone = cli("undo", repair_id, "--apply", "--json")
+    assert undone.code == 0 and undone.json()["applied"]
+    assert cli("repair", "midnight-hallucinations", "--json").json()["valid_at_fixed"] > 700  # the damage is back
+    assert cli("rebuild", "--json").json()["facts_created"] == 0

@@ -126,3 +126,57 @@ def test_retry_failed_with_nothing_to_retry_changes_nothing(cli, tmp_path):
     run = cli("retry", "--failed", "--extractor", "rules", "--json")
     assert run.code == 0 and run.json()["episodes"] == [] and run.json()["operation_id"] is None
     assert [op["kind"] for op in cli("operations", "--json").json()] == ["ingest"]
+
+
+def test_undo_of_a_retry_brings_back_what_it_replaced_and_history_keeps_both(ingested, cli, tmp_path):
+    memory, clock = ingested
+    (episode,) = [e["id"] for e in memory.episodes()]
+    before = current_facts(memory)
+    clock.advance(hours=1)
+    retry_id = memory.retry([episode], Says(clock, "Postgres"))["operation_id"]
+    retried_at = memory.now()
+    clock.advance(hours=1)
+
+    preview = cli("undo", retry_id, "--json", db=tmp_path / "m.db").json()
+    assert not preview["applied"] and preview["episodes"] == [episode]
+    assert [r["object"] for r in preview["removed"]] == ["Postgres"] and [r["object"] for r in preview["added"]] == ["MySQL"]
+    assert objects(memory) == ["Postgres"]  # the preview wrote nothing
+
+    shown = cli("undo", retry_id[:9], "--apply", db=tmp_path / "m.db")
+    assert shown.code == 0 and f"Undid the retry {retry_id}" in shown.out
+    assert current_facts(memory) == before
+    assert memory.episode(episode)["extraction"] == "done"
+    # What was believed in between stays in the history.
+    assert [r["object"] for r in memory.recall("billing database", known_at=retried_at,
+                                                as_of="2025-01-01")["results"]] == ["Postgres"]
+    assert [(op["kind"], op["status"]) for op in memory.operations()] == [
+        ("ingest", "done"), ("retry", "undone"), ("undo", "done")]
+    again = cli("undo", retry_id, "--apply", db=tmp_path / "m.db")
+    assert again.code == 0 and "already undone" in again.out
+    assert memory.rebuild()["facts_created"] == 0
+
+
+def test_undo_of_a_retry_restores_a_failed_extraction_state(ingested):
+    memory, clock = ingested
+    (episode,) = [e["id"] for e in memory.episodes()]
+    before = current_facts(memory)
+    retry_id = memory.retry([episode], Says(clock, "x", fail=True))["operation_id"]
+    assert memory.episode(episode)["extraction"] == "failed" and objects(memory) == []
+    clock.advance(hours=1)
+    memory.undo([retry_id], apply=True)
+    assert memory.episode(episode)["extraction"] == "done" and current_facts(memory) == before
+
+
+def test_undo_of_a_retry_leaves_an_episode_changed_since(ingested, cli, tmp_path):
+    memory, clock = ingested
+    (episode,) = [e["id"] for e in memory.episodes()]
+    first = memory.retry([episode], Says(clock, "Postgres"))["operation_id"]
+    clock.advance(hours=1)
+    memory.retry([episode], Says(clock, "Oracle"))
+    clock.advance(hours=1)
+    plan = memory.undo([first], apply=True)
+    assert not plan["applied"] and plan["episodes"] == [] and plan["changed_since"] == [episode]
+    assert objects(memory) == ["Oracle"]
+    shown = cli("undo", first, "--apply", db=tmp_path / "m.db")
+    assert shown.code == 0 and "changed since" in shown.out
+    assert [op["status"] for op in memory.operations()] == ["done", "done", "done"]

@@ -144,11 +144,16 @@ def insert_assertions(db: Database, to_store: list[Episode], at: str) -> tuple[i
     return len(rows), slots
 
 
-def replace_assertions(db: Database, episodes: list[Episode], at: str) -> Touched:
+def replace_assertions(db: Database, episodes: list[Episode], at: str, operation_id: str) -> Touched:
     """Retry: each episode's active assertions expire at ``at`` and its new ones take their
-    place. The old ones stay in the history, so ``--known-at`` still sees them."""
+    place. The old ones stay in the history, so ``--known-at`` still sees them, and
+    ``revert_retry`` can bring them back; the old extraction state is journaled for it."""
     ids = [e.id for e in episodes]
     touched = touched_by(db, ids, active_only=True)
+    for chunk, marks in in_chunks(ids):
+        db.execute(f"""INSERT INTO retries (operation_id, episode_id, old_extraction, old_extraction_error)
+                       SELECT ?, id, extraction, extraction_error FROM episodes WHERE id IN ({marks})""",
+                   [operation_id, *chunk])
     for chunk, marks in in_chunks(ids):
         db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
                    [at, *chunk])
@@ -157,6 +162,43 @@ def replace_assertions(db: Database, episodes: list[Episode], at: str) -> Touche
     db.conn.executemany("UPDATE episodes SET extraction = ?, extraction_error = ? WHERE id = ?",
                         [(e.extraction, e.extraction_error, e.id) for e in episodes])
     return touched
+
+
+def revert_retry(db: Database, operation_id: str, retried_at: str, at: str) -> tuple[Touched, list[str], list[str]]:
+    """Undo the retry ``operation_id`` (its transaction time ``retried_at``): each episode's
+    assertions from the retry expire at ``at``, and the ones it replaced come back as new
+    rows from ``at`` on, so the history still shows what was believed in between.
+
+    An episode changed since (retried again, undone, ingested anew) is left as it is.
+    Returns what was touched, the episodes reverted and those left.
+    """
+    journal = db.execute("SELECT episode_id, old_extraction, old_extraction_error FROM retries "
+                         "WHERE operation_id = ? ORDER BY episode_id", [operation_id]).fetchall()
+    reverted, left = [], []
+    for episode_id, _, _ in journal:
+        changed_since = db.execute(
+            """SELECT NOT EXISTS (SELECT 1 FROM episodes WHERE id = :e AND status = 'active')
+                      OR EXISTS (SELECT 1 FROM assertions WHERE episode_id = :e AND expired_at IS NULL
+                                 AND created_at != :t)
+                      OR EXISTS (SELECT 1 FROM assertions WHERE episode_id = :e AND created_at = :t
+                                 AND expired_at IS NOT NULL)""",
+            {"e": episode_id, "t": retried_at}).fetchone()[0]
+        (left if changed_since else reverted).append(episode_id)
+    touched = touched_by(db, reverted, active_only=True)
+    columns = ("episode_id, ordinal, subject, subject_id, predicate, predicate_key, object, object_id, fact, valid_at, "
+               "valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence, invalid_at_precision, "
+               "date_span, cardinality, extractor, extracted_at, reference_time")
+    for chunk, marks in in_chunks(reverted):
+        db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
+                   [at, *chunk])
+        db.execute(f"""INSERT INTO assertions ({columns}, created_at)
+                       SELECT {columns}, ? FROM assertions
+                       WHERE expired_at = ? AND episode_id IN ({marks}) ORDER BY id""", [at, retried_at, *chunk])
+    touched.update(touched_by(db, reverted, active_only=True))
+    db.conn.executemany("UPDATE episodes SET extraction = ?, extraction_error = ? WHERE id = ?",
+                        [(extraction, error, episode_id) for episode_id, extraction, error in journal
+                         if episode_id in set(reverted)])
+    return touched, reverted, left
 
 
 def touched_by(db: Database, episode_ids: list[str], *, active_only: bool) -> Touched:
@@ -198,6 +240,10 @@ def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
         db.execute(f"INSERT INTO temp.doomed_facts {doomed}", chunk)
         db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
         db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")
+        # The journals hold the episodes' old dates and states: they go with them.
+        db.execute(f"DELETE FROM repairs WHERE assertion_id IN (SELECT id FROM assertions WHERE episode_id IN ({marks}))",
+                   chunk)
+        db.execute(f"DELETE FROM retries WHERE episode_id IN ({marks})", chunk)
         db.execute(f"DELETE FROM assertions WHERE episode_id IN ({marks})", chunk)
         db.execute(f"DELETE FROM episodes WHERE id IN ({marks})", chunk)
     orphans = [

@@ -194,3 +194,22 @@ def assertion_reference_time(db: Database) -> None:
         UPDATE assertions SET reference_time = (SELECT e.reference_time FROM episodes e WHERE e.id = assertions.episode_id);
         """
     )
+
+
+@migrations(name="0005_retries")
+def retries(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- Each episode a retry re-extracted and its extraction state before, so undoing the
+        -- retry puts that back. The replaced assertions need no copy: they stay in
+        -- assertions, expired at the retry's transaction time.
+        CREATE TABLE retries (
+            operation_id TEXT NOT NULL REFERENCES operations(id),
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            old_extraction TEXT NOT NULL,
+            old_extraction_error TEXT,
+            PRIMARY KEY (operation_id, episode_id)
+        ) WITHOUT ROWID;
+        """
+    )
