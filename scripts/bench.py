@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest.mock
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -255,9 +256,17 @@ def repair_benchmark(total: int = 1_000_000, affected: int = 100_000) -> dict:
         log("repair: --apply")
         result = {}
         apply_s = timed(lambda: result.update(memory.repair_midnights(apply=True)))
+        log("undo of the repair")
+        undo_s = timed(lambda: memory.undo([result["operation_id"]], apply=True))
+        # Most of these moves stay inside the fact they support, so their slots are not
+        # re-resolved (resolve.start_move_is_inert). Without that, every moved value is:
+        log("repair: --apply again, judging no move inert")
+        with unittest.mock.patch("memctl.repair.start_move_is_inert", return_value=False):
+            no_inert_s = timed(lambda: memory.repair_midnights(apply=True))
         memory.close()
     return {"repair_assertions": total, "repair_affected": affected, "repair_dry_run_s": round(dry_s, 2),
-            "repair_apply_s": round(apply_s, 2), "repair_fixed": result["valid_at_fixed"],
+            "repair_apply_s": round(apply_s, 2), "repair_undo_s": round(undo_s, 2),
+            "repair_apply_no_inert_moves_s": round(no_inert_s, 2), "repair_fixed": result["valid_at_fixed"],
             "repair_targets": {"dry_run_s_max": 5, "apply_s_max": 10}}
 
 

@@ -80,7 +80,7 @@ CREATE TABLE llm_cache (
             key TEXT PRIMARY KEY,
             response TEXT NOT NULL,
             created_at TEXT NOT NULL
-        );
+        , episode_id TEXT);
 CREATE TABLE operations (
             id TEXT PRIMARY KEY,
             kind TEXT NOT NULL,            -- ingest | undo | rebuild | ...
@@ -124,3 +124,4 @@ CREATE INDEX facts_object ON facts(object_id);
 CREATE INDEX facts_slot ON facts(subject_id, predicate_key);
 CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
     ON "_sqlite_migrations" ("migration_set", "name");
+CREATE INDEX llm_cache_episode ON llm_cache(episode_id);

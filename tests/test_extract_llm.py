@@ -42,7 +42,7 @@ class DictCache:
         self.gets += 1
         return self.data.get(key)
 
-    def put(self, key: str, text: str) -> None:
+    def put(self, key: str, text: str, episode_id: str) -> None:
         self.puts += 1
         self.data[key] = text
 

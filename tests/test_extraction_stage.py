@@ -174,3 +174,24 @@ def test_retry_of_unchanged_input_costs_no_call(cli, db_path, tmp_path, monkeypa
         assert server.calls == calls  # the cache answered
     result = retried.json()
     assert (result["model_calls"], result["cache_hits"], len(result["episodes"])) == (0, len(CHAT), len(CHAT))
+
+
+def test_purge_erases_the_cached_model_replies_of_the_episode(cli, db_path, tmp_path, monkeypatch):
+    """What a model made of the text is a copy of it: undo --purge takes it too, and only it."""
+    from datetime import datetime, timezone
+    import sqlite3
+
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
+
+    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+        _local_llm(monkeypatch, server, API_KEY)
+        assert cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal").code == 0
+    episodes = [e["id"] for e in cli("episodes", "--json").json()]
+    with sqlite3.connect(db_path) as conn:
+        assert sorted(row[0] for row in conn.execute("SELECT episode_id FROM llm_cache")) == sorted(episodes)
+    assert cli("undo", episodes[0], "--purge", "--apply").code == 0
+    with sqlite3.connect(db_path) as conn:
+        kept = sorted(row[0] for row in conn.execute("SELECT episode_id FROM llm_cache"))
+        dump = "\n".join(conn.iterdump())
+    assert kept == sorted(episodes[1:])
+    assert "Alice uses Neovim" not in dump and "Billing uses Postgres" in dump

@@ -375,7 +375,7 @@ class LLMExtractor:
                             raise run.unavailable from None
                         continue
                     if envelope is not None and self.cache is not None:
-                        self.cache.put(key, envelope)
+                        self.cache.put(key, envelope, request.episode_id)
                     yield request, result
         finally:
             run.stop.set()

@@ -18,8 +18,9 @@ class ResponseCache:
         row = self.db.execute("SELECT response FROM llm_cache WHERE key = ?", [key]).fetchone()
         return None if row is None else row[0]
 
-    def put(self, key: str, text: str) -> None:
+    def put(self, key: str, text: str, episode_id: str) -> None:
         # Its own small write, outside the batch transaction: a reply paid for survives a crash.
         self.db.execute(
-            "INSERT OR REPLACE INTO llm_cache (key, response, created_at) VALUES (?, ?, ?)", [key, text, self.now()]
+            "INSERT OR REPLACE INTO llm_cache (key, response, created_at, episode_id) VALUES (?, ?, ?, ?)",
+            [key, text, self.now(), episode_id],
         )

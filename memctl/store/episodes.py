@@ -240,10 +240,12 @@ def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
         db.execute(f"INSERT INTO temp.doomed_facts {doomed}", chunk)
         db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
         db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")
-        # The journals hold the episodes' old dates and states: they go with them.
+        # The journals hold the episodes' old dates and states, the cache what a model
+        # made of their text: they go with them.
         db.execute(f"DELETE FROM repairs WHERE assertion_id IN (SELECT id FROM assertions WHERE episode_id IN ({marks}))",
                    chunk)
         db.execute(f"DELETE FROM retries WHERE episode_id IN ({marks})", chunk)
+        db.execute(f"DELETE FROM llm_cache WHERE episode_id IN ({marks})", chunk)
         db.execute(f"DELETE FROM assertions WHERE episode_id IN ({marks})", chunk)
         db.execute(f"DELETE FROM episodes WHERE id IN ({marks})", chunk)
     orphans = [

@@ -196,11 +196,16 @@ def assertion_reference_time(db: Database) -> None:
     )
 
 
-@migrations(name="0005_retries")
-def retries(db: Database) -> None:
+@migrations(name="0005_retries_and_cache_episodes")
+def retries_and_cache_episodes(db: Database) -> None:
     _execute_each(
         db,
         """
+        -- Which episode each cached LLM reply was for, so that undo --purge erases the
+        -- reply too (it holds what the model made of the text). Older rows have NULL.
+        ALTER TABLE llm_cache ADD COLUMN episode_id TEXT;
+        CREATE INDEX llm_cache_episode ON llm_cache(episode_id);
+
         -- Each episode a retry re-extracted and its extraction state before, so undoing the
         -- retry puts that back. The replaced assertions need no copy: they stay in
         -- assertions, expired at the retry's transaction time.
