@@ -145,7 +145,7 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterab
     for n, part in enumerate(parts):
         slot = part[:2]
         facts, cardinality = resolved[n]
-        episode_of = _EpisodeOf(assertions.get(n, []))
+        episode_of = {a.id: a.episode_id for a in assertions.get(n, [])}  # active ones only
         wanted = {_shape(row): (row, fact) for fact in facts for row in [_fact_row(slot, fact, texts, cardinality)]}
         kept: set[tuple] = set()
         for existing in current.get(n, []):
@@ -183,27 +183,6 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterab
          for row in changes.inserted],
     )
     return changes
-
-
-class _EpisodeOf(dict):
-    """Episode id by active assertion id, built only when a slot's provenance changes:
-    most recomputed slots keep every fact as it was."""
-
-    def __init__(self, slot_assertions: list[SlotAssertion]):
-        super().__init__()
-        self._assertions = slot_assertions
-
-    def _fill(self) -> None:
-        if not self and self._assertions:
-            self.update((a.id, a.episode_id) for a in self._assertions)
-
-    def __getitem__(self, assertion_id: int) -> str:
-        self._fill()
-        return super().__getitem__(assertion_id)
-
-    def __contains__(self, assertion_id: object) -> bool:
-        self._fill()
-        return super().__contains__(assertion_id)
 
 
 def _fact_row(slot: Slot, fact: ResolvedFact, texts: dict, cardinality: str) -> dict:
