@@ -25,7 +25,7 @@ from memctl.extract.guard import stated_days
 from memctl.resolve import start_move_is_inert
 from memctl.store import in_chunks
 from memctl.store.episodes import Touched
-from memctl.store.naming import mention_rank, rename_after_moves
+from memctl.store.naming import MovedMention, rank_head, rank_tail, rename_after_moves
 
 MIDNIGHT = "T00:00:00.000000Z"
 
@@ -140,16 +140,16 @@ def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str 
             f"UPDATE assertions SET {column} = ?, {column}_evidence = ?, {column}_precision = ? WHERE id = ?",
             [(*new, assertion_id) for assertion_id, new in changed],
         )
-    mentions_before: dict[tuple[int, int], tuple] = {}
-    mentions_after: dict[tuple[int, int], tuple] = {}
+    moves: list[MovedMention] = []
     touched = Touched()
     for assertion_id, row in stored.items():
         change = changes[assertion_id]
         old = (row.valid_at[0], row.invalid_at[0])
         new = (change.get("valid_at", row.valid_at)[0], change.get("invalid_at", row.invalid_at)[0])
-        for side, (entity_id, form) in enumerate(row.names):
-            mentions_before[assertion_id, side] = (entity_id, row.rank(*old, side), form)
-            mentions_after[assertion_id, side] = (entity_id, row.rank(*new, side), form)
+        head_before, head_after = rank_head(*old), rank_head(*new)
+        moves += [MovedMention(entity_id, form, head_before, head_after,
+                               rank_tail(row.reference_time, row.episode_id, row.ordinal, side))
+                  for side, (entity_id, form) in enumerate(row.names)]
         fact = fact_of.get(assertion_id)
         if fact is None:
             touched.slots.add(row.slot)
@@ -158,7 +158,7 @@ def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str 
                 touched.values.add((*row.slot, row.names[1][0]))
             else:
                 touched.slots.add(row.slot)
-    rename_after_moves(db, mentions_before, mentions_after)
+    rename_after_moves(db, moves)
     return touched
 
 
@@ -171,10 +171,6 @@ class _Stored:
     reference_time: str
     episode_id: str
     ordinal: int
-
-    def rank(self, valid_at: str | None, invalid_at: str | None, side: int) -> str:
-        return mention_rank(valid_at or invalid_at, valid_at is not None, self.reference_time, self.episode_id,
-                            self.ordinal, side)
 
 
 def _stored_dates(db: Database, assertion_ids: list[int]) -> dict[int, _Stored]:

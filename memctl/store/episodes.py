@@ -120,8 +120,7 @@ def insert_assertions(db: Database, to_store: list[Episode], at: str) -> tuple[i
             subject_id, object_id = ids_by_form[a.subject], ids_by_form[a.object]
             predicate_key = names.predicate_key(a.predicate)
             for side, (entity_id, form) in enumerate([(subject_id, a.subject), (object_id, a.object)]):
-                rank = mention_rank(a.valid_at or a.invalid_at, a.valid_at is not None, episode.reference_time,
-                                    episode.id, ordinal, side)
+                rank = mention_rank(a.valid_at, a.invalid_at, episode.reference_time, episode.id, ordinal, side)
                 if entity_id not in first_mentions or rank < first_mentions[entity_id][0]:
                     first_mentions[entity_id] = (rank, form)
             rows.append((

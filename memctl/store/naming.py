@@ -9,20 +9,40 @@ compare a few new ranks with it instead of reading every mention again.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from sqlite_utils import Database
 
 from memctl.store import in_chunks
 
 # The order of mentions that decides a name, as one fixed-width string, so SQL and
-# Python compare it alike: time, end before start, reference time, episode, ordinal,
-# subject before object.
+# Python compare it alike: time, end before start (the head), then reference time,
+# episode, ordinal, subject before object (the tail).
 _RANK_SQL = "printf('%s%d%s%s%09d%d', t, kind, r, episode_id, ordinal, side)"
 
 
-def mention_rank(assertion_time: str, is_start: bool, reference_time: str, episode_id: str,
+def rank_head(valid_at: str | None, invalid_at: str | None) -> str:
+    """The part of a mention's rank its dates decide: always 28 characters."""
+    return f"{valid_at or invalid_at}{int(valid_at is not None)}"
+
+
+def rank_tail(reference_time: str, episode_id: str, ordinal: int, side: int) -> str:
+    return f"{reference_time}{episode_id}{ordinal:09d}{side}"
+
+
+def mention_rank(valid_at: str | None, invalid_at: str | None, reference_time: str, episode_id: str,
                  ordinal: int, side: int) -> str:
-    return f"{assertion_time}{int(is_start)}{reference_time}{episode_id}{ordinal:09d}{side}"
+    return rank_head(valid_at, invalid_at) + rank_tail(reference_time, episode_id, ordinal, side)
+
+
+class MovedMention(NamedTuple):
+    """An active mention whose dates changed: rank heads before and after, same tail."""
+
+    entity_id: int
+    form: str
+    before: str
+    after: str
+    tail: str
 
 
 def _mentions_sql(subject_where: str, object_where: str) -> str:
@@ -65,22 +85,29 @@ def rename_entities(db: Database, entity_ids: Iterable[int]) -> None:
             db.execute("UPDATE entities SET name = ?, name_rank = ? WHERE id = ?", [*first, entity_id])
 
 
-def rename_after_moves(db: Database, before: dict[tuple[int, int], tuple[int, str, str]],
-                       after: dict[tuple[int, int], tuple[int, str, str]]) -> None:
-    """Names after some active mentions changed their dates (``mention_ranks`` around it).
+def rename_after_moves(db: Database, moves: list[MovedMention]) -> None:
+    """Names after some active mentions changed their dates.
 
     A mention that moved earlier can only take the name, as a new one would. Only an
     entity whose name-giving mention moved later needs all its mentions read again.
+    Heads are compared first (they are a fixed-width prefix of the rank): a repair moves
+    a hundred thousand mentions, and few of them come near the name.
     """
-    entities = sorted({entity for entity, _, _ in before.values()})
-    name_rank: dict[int, str] = {}
-    for chunk, marks in in_chunks(entities):
+    name_rank: dict[int, str | None] = {}
+    for chunk, marks in in_chunks(sorted({move.entity_id for move in moves})):
         name_rank.update(db.execute(f"SELECT id, name_rank FROM entities WHERE id IN ({marks})", chunk).fetchall())
-    lost_name = {entity for key, (entity, rank, _) in before.items()
-                 if rank == name_rank.get(entity) and after[key][1] > rank}
+    lost_name = set()
+    for move in moves:
+        stored = name_rank[move.entity_id]
+        if stored is not None and stored == move.before + move.tail and move.after + move.tail > stored:
+            lost_name.add(move.entity_id)
     earliest: dict[int, tuple[str, str]] = {}
-    for entity, rank, form in after.values():
-        if entity not in lost_name and (entity not in earliest or rank < earliest[entity][0]):
-            earliest[entity] = (rank, form)
+    for move in moves:
+        stored = name_rank[move.entity_id]
+        if move.entity_id in lost_name or (stored is not None and move.after > stored[:len(move.after)]):
+            continue
+        rank = move.after + move.tail
+        if move.entity_id not in earliest or rank < earliest[move.entity_id][0]:
+            earliest[move.entity_id] = (rank, move.form)
     name_from_new_mentions(db, earliest)
     rename_entities(db, lost_name)
