@@ -397,8 +397,10 @@ def show(
     console.print(f"[bold]{data['id']}[/bold] {data['status']}  {data['source']}:{data['position']}")
     console.print(f"reference time {data['reference_time']} (from {data['reference_time_source']})\n")
     console.print(data["content"], markup=False, highlight=False)
+    # An assertion stops being active when its episode is undone or a retry replaces it.
     console.print(_table("Assertions", ["fact", "valid from", "until", "active"], [
-        [a["fact"], _day(a["valid_at"]), _day(a["invalid_at"]), "yes" if a["expired_at"] is None else "undone"]
+        [a["fact"], _day(a["valid_at"]), _day(a["invalid_at"]),
+         "yes" if a["expired_at"] is None else f"no, since {_day(a['expired_at'])}"]
         for a in data["assertions"]
     ]))
 

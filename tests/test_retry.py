@@ -151,6 +151,8 @@ def test_undo_of_a_retry_brings_back_what_it_replaced_and_history_keeps_both(ing
                                                 as_of="2025-01-01")["results"]] == ["Postgres"]
     assert [(op["kind"], op["status"]) for op in memory.operations()] == [
         ("ingest", "done"), ("retry", "undone"), ("undo", "done")]
+    shown = cli("show", episode, db=tmp_path / "m.db").out
+    assert shown.count("no, since") == 2 and shown.count("yes") == 1  # MySQL, Postgres replaced; MySQL back
     again = cli("undo", retry_id, "--apply", db=tmp_path / "m.db")
     assert again.code == 0 and "already undone" in again.out
     assert memory.rebuild()["facts_created"] == 0
