@@ -119,8 +119,8 @@ def restore(db: Database, operation_id: str) -> Touched:
 
 
 def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str | None) -> Touched:
-    """Change the dates of active assertions (journaled under the operation ``journal``);
-    entity names follow.
+    """Change the dates of assertions (journaled under the operation ``journal``); entity
+    names and facts follow the active ones.
 
     Returns the slots whose facts the change can alter: a slot is left out only when
     every move in it is inert (``start_move_is_inert``) against its facts before.
@@ -143,6 +143,8 @@ def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str 
     moves: list[MovedMention] = []
     touched = Touched()
     for assertion_id, row in stored.items():
+        if not row.active:  # put back in the history only (undone or retried since the repair)
+            continue
         change = changes[assertion_id]
         old = (row.valid_at[0], row.invalid_at[0])
         new = (change.get("valid_at", row.valid_at)[0], change.get("invalid_at", row.invalid_at)[0])
@@ -171,6 +173,7 @@ class _Stored:
     reference_time: str
     episode_id: str
     ordinal: int
+    active: bool
 
 
 def _stored_dates(db: Database, assertion_ids: list[int]) -> dict[int, _Stored]:
@@ -179,7 +182,7 @@ def _stored_dates(db: Database, assertion_ids: list[int]) -> dict[int, _Stored]:
         for row in db.execute(
             f"""SELECT id, subject_id, predicate_key, valid_at, valid_at_evidence, valid_at_precision, invalid_at,
                        invalid_at_evidence, invalid_at_precision, subject, object_id, object, reference_time,
-                       episode_id, ordinal
+                       episode_id, ordinal, expired_at IS NULL
                 FROM assertions WHERE id IN ({marks})""", chunk
         ):
             found[row[0]] = _Stored((row[1], row[2]), row[3:6], row[6:9], ((row[1], row[9]), (row[10], row[11])),

@@ -156,3 +156,23 @@ def test_purging_a_repaired_episode_takes_its_journal_and_the_repair_still_undoe
     assert undone.code == 0 and undone.json()["applied"]
     assert cli("repair", "midnight-hallucinations", "--json").json()["valid_at_fixed"] > 700  # the damage is back
     assert cli("rebuild", "--json").json()["facts_created"] == 0
+
+
+def test_undoing_a_repair_after_its_episode_was_undone_gives_no_name_back_to_it(cli, tmp_path):
+    """The repaired date goes back into the history, and the name stays with the active mentions."""
+    extracted = "2025-06-10T15:00:00Z"
+    legacy = write_jsonl(tmp_path / "legacy.jsonl", [
+        {"reference_time": "2025-06-10T14:00:00Z", "source_id": "a", "extracted_at": extracted,
+         "facts": [{"subject": "SVC", "predicate": "uses", "object": "Kafka", "valid_at": "2025-06-10T00:00:00Z"}]},
+        {"reference_time": "2025-06-10T08:00:00Z", "source_id": "b", "extracted_at": extracted,
+         "facts": [{"subject": "svc", "predicate": "uses", "object": "Kafka", "valid_at": "2025-06-10T08:00:00Z"}]},
+    ])
+    assert cli("ingest", legacy, "--format", "facts").code == 0
+    assert cli("history", "svc", "--json").json()["entity"] == "SVC"  # the invented midnight came first
+    repair_id = cli("repair", "midnight-hallucinations", "--apply", "--json").json()["operation_id"]
+    assert cli("history", "svc", "--json").json()["entity"] == "svc"
+    first = [e["id"] for e in cli("episodes", "--json").json() if e["reference_time"].startswith("2025-06-10T14")]
+    assert cli("undo", *first, "--apply").code == 0
+    assert cli("undo", repair_id, "--apply").code == 0
+    assert cli("history", "svc", "--json").json()["entity"] == "svc"
+    assert cli("rebuild", "--json").json()["facts_created"] == 0
