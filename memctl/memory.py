@@ -214,11 +214,11 @@ class Memory:
 
     def undo(self, targets: list[str], *, source: Path | None = None, apply: bool = False, purge: bool = False) -> dict:
         """Remove episodes (and with ``purge`` their content, for good), or put back what a
-        repair changed. A preview unless ``apply``."""
+        repair or a retry changed. A preview unless ``apply``."""
         if len(targets) == 1 and source is None and not purge:
             found = self._lookup("operations", targets[0])
-            kind = found and self.db.execute("SELECT kind FROM operations WHERE id = ?", found[:1]).fetchone()[0]
-            if len(found) == 1 and kind in ("repair", "retry"):
+            kind = self.db.execute("SELECT kind FROM operations WHERE id = ?", found).fetchone()[0] if len(found) == 1 else None
+            if kind in ("repair", "retry"):
                 return self._undo_operation(found[0], kind, apply=apply)
         episode_ids = self.resolve_targets(targets, source)
         plan: dict = {}
