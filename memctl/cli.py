@@ -287,15 +287,20 @@ def undo(
     if not kind and not plan["episodes"]:
         console.print(f"nothing to undo: {len(plan['already_undone'])} episode(s) already undone")
         return
-    rows = [[effect, row["fact"], f"{_day(row['valid_at'])} → {_day(row.get('invalid_at_before', row['invalid_at']))}",
-             f"→ {_day(row['invalid_at'])}" if effect != "removed" else ""]
-            for effect in ("removed", "reopened", "changed", "added") for row in plan[effect]]
     verb = "Purged" if plan["purge"] else "Undid"
     title = (f"{verb} {what}, operation {plan['operation_id']}" if plan["applied"]
              else f"Plan for undoing {what} (nothing changed; pass --apply)")
-    console.print(_table(title, ["effect", "fact", "valid", "now ends"], rows))
+    console.print(_effects_table(title, plan))
     if plan.get("changed_since"):
         console.print(f"left as they are, changed since the retry: {', '.join(plan['changed_since'])}")
+
+
+def _effects_table(title: str, plan: dict):
+    """What a change does to the current facts, as undo and retry report it."""
+    rows = [[effect, row["fact"], f"{_day(row['valid_at'])} → {_day(row.get('invalid_at_before', row['invalid_at']))}",
+             f"→ {_day(row['invalid_at'])}" if effect != "removed" else ""]
+            for effect in ("removed", "reopened", "changed", "added") for row in plan[effect]]
+    return _table(title, ["effect", "fact", "valid", "now ends"], rows)
 
 
 @app.command()
@@ -305,23 +310,32 @@ def retry(
     extractor: Annotated[str, typer.Option("--extractor", help="auto, llm or rules (as for ingest).")] = "auto",
     model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Extract and show what would change; write nothing "
+                                                            "(the replies are cached, so doing it costs no more calls).")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Extract episodes again from their stored text and swap their assertions at once.
 
-    The old assertions stay in the history (recall --known-at still sees them).
+    The old assertions stay in the history (recall --known-at still sees them), and
+    'memctl undo' of the retry's operation brings them back.
 
-    Example: memctl retry --failed --model gpt-4o-mini
+    Example: memctl retry --failed --model gpt-4o-mini --dry-run
     """
     if not targets and not failed:
         raise MemctlError("name episodes to retry, or pass --failed")
     memory = _memory()
-    result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency), failed=failed)
+    result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency), failed=failed,
+                          dry_run=dry_run)
     if as_json:
         _print_json(result)
         return
-    _console().print(_table("Retry", ["", ""], [[k.replace("_", " "), len(v) if isinstance(v, list) else v]
-                                                for k, v in result.items()]))
+    console = _console()
+    effects = ("removed", "reopened", "changed", "added")
+    console.print(_table("Retry", ["", ""], [[k.replace("_", " "), len(v) if isinstance(v, list) else v]
+                                             for k, v in result.items() if k not in effects]))
+    if any(result[effect] for effect in effects):
+        console.print(_effects_table("Done" if result["applied"] else "Plan (nothing changed; run without --dry-run)",
+                                     result))
 
 
 repair_app = typer.Typer(help="Fix damage in what is stored, previewed first and undoable.", no_args_is_help=True)

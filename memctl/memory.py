@@ -255,8 +255,9 @@ class Memory:
             pass
         return plan
 
-    def retry(self, targets: list[str], extractor: Extractor, *, failed: bool = False) -> dict:
-        """Re-extract episodes from their stored content; swap their assertions in one transaction."""
+    def retry(self, targets: list[str], extractor: Extractor, *, failed: bool = False, dry_run: bool = False) -> dict:
+        """Re-extract episodes from their stored content; swap their assertions in one
+        transaction. With ``dry_run``, show what the swap would change and roll it back."""
         if failed:
             ids = [row[0] for row in self.db.execute(
                 "SELECT id FROM episodes WHERE status = 'active' AND extraction IN ('failed', 'pending') "
@@ -279,7 +280,8 @@ class Memory:
             _take_result(report, retried[request.episode_id], request, result)
         episodes = list(retried.values())
         operation_id = None
-        if episodes:
+        effects: dict[str, list[dict]] = {"removed": [], "reopened": [], "changed": [], "added": []}
+        try:
             with write_transaction(self.db):
                 # Extraction ran outside the lock: skip what another process undid meanwhile.
                 still = set()
@@ -291,17 +293,25 @@ class Memory:
                     at = transaction_time(self.db, self.clock)
                     operation_id = _new_operation_id()
                     self._record_operation(operation_id, "retry", at, {"episodes": ids, "extractor": extractor.name}, "done")
-                    changes = self._apply(at, replace_assertions(self.db, episodes, at, operation_id))
+                    touched = replace_assertions(self.db, episodes, at, operation_id)
+                    before = current_facts(self.db, touched.slots)
+                    changes = self._apply(at, touched)
+                    effects = _classify(self.db, before, current_facts(self.db, touched.slots))
+                    if dry_run:  # the replies are cached: doing it for real costs no further call
+                        raise _DryRun
                     counts = {"episodes": len(episodes), "assertions": sum(len(e.assertions) for e in episodes),
                               "failures": report.extraction_failures, "model_calls": report.extraction_calls,
                               "cache_hits": report.cache_hits, "guard_changes": report.guard_changes,
                               "facts_created": len(changes.inserted), "facts_expired": len(changes.expired)}
                     self.db.execute("UPDATE operations SET finished_at = ?, counts = ?, episode_ids = ? WHERE id = ?",
                                     [at, json.dumps(counts), json.dumps(ids), operation_id])
+        except _DryRun:
+            operation_id = None
         return {"episodes": [e.id for e in episodes], "extractor": extractor.name,
                 "assertions": sum(len(e.assertions) for e in episodes), "failures": report.extraction_failures,
                 "model_calls": report.extraction_calls, "cache_hits": report.cache_hits,
-                "guard_changes": report.guard_changes, "operation_id": operation_id}
+                "guard_changes": report.guard_changes, **effects, "applied": operation_id is not None,
+                "operation_id": operation_id}
 
     def _context(self, source: str, position: int) -> tuple[str, ...]:
         """The episodes just before this one in its source, oldest first, as ingest gave them."""

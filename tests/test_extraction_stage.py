@@ -195,3 +195,25 @@ def test_purge_erases_the_cached_model_replies_of_the_episode(cli, db_path, tmp_
         dump = "\n".join(conn.iterdump())
     assert kept == sorted(episodes[1:])
     assert "Alice uses Neovim" not in dump and "Billing uses Postgres" in dump
+
+
+def test_retry_dry_run_pays_for_the_calls_once(cli, db_path, tmp_path, monkeypatch):
+    """A preview extracts for real; the swap after it is answered from the cache."""
+    from datetime import datetime, timezone
+
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
+
+    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+        _local_llm(monkeypatch, server, API_KEY)
+        assert cli("ingest", _chat_file(tmp_path), "--extractor", "rules").code == 0
+        facts_before = cli("recall", "uses", "--json").json()["results"]
+        episodes = [e["id"] for e in cli("episodes", "--json").json()]
+        preview = cli("retry", *episodes, "--extractor", "llm", "--model", "fake-normal", "--dry-run", "--json")
+        assert preview.code == 0, preview.err
+        assert not preview.json()["applied"] and preview.json()["model_calls"] == len(CHAT) == server.calls
+        assert cli("recall", "uses", "--json").json()["results"] == facts_before
+        assert [op["kind"] for op in cli("operations", "--json").json()] == ["ingest"]
+        done = cli("retry", *episodes, "--extractor", "llm", "--model", "fake-normal", "--json").json()
+    assert done["applied"] and (done["model_calls"], done["cache_hits"]) == (0, len(CHAT))
+    assert server.calls == len(CHAT)
+    assert preview.json()["added"] and [r["fact"] for r in done["added"]] == [r["fact"] for r in preview.json()["added"]]

@@ -182,3 +182,17 @@ def test_undo_of_a_retry_leaves_an_episode_changed_since(ingested, cli, tmp_path
     shown = cli("undo", first, "--apply", db=tmp_path / "m.db")
     assert shown.code == 0 and "changed since" in shown.out
     assert [op["status"] for op in memory.operations()] == ["done", "done", "done"]
+
+
+def test_retry_dry_run_shows_the_swap_and_writes_nothing(ingested):
+    memory, clock = ingested
+    (episode,) = [e["id"] for e in memory.episodes()]
+    before = current_facts(memory)
+    plan = memory.retry([episode], Says(clock, "Postgres"), dry_run=True)
+    assert not plan["applied"] and plan["operation_id"] is None and plan["episodes"] == [episode]
+    assert [r["object"] for r in plan["removed"]] == ["MySQL"] and [r["object"] for r in plan["added"]] == ["Postgres"]
+    assert current_facts(memory) == before
+    assert [op["kind"] for op in memory.operations()] == ["ingest"]
+    assert memory.db.execute("SELECT count(*) FROM assertions").fetchone()[0] == 1
+    done = memory.retry([episode], Says(clock, "Postgres"))
+    assert done["applied"] and objects(memory) == ["Postgres"]
