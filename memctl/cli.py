@@ -260,7 +260,7 @@ def recall(
 @app.command()
 def undo(
     targets: Annotated[Optional[list[str]], typer.Argument(
-        help="Episode or ingest-operation ids (or unique prefixes), or one repair or retry operation.")] = None,
+        help="Episode or ingest-operation ids (or unique prefixes), or one repair, retry or undo operation.")] = None,
     source: Annotated[Optional[Path], typer.Option("--source", help="Every episode that came from this file.")] = None,
     apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
     purge: Annotated[bool, typer.Option("--purge", help="Erase the episodes and their content for good (e.g. secrets).")] = False,
@@ -276,12 +276,12 @@ def undo(
         _print_json(plan)
         return
     console = _console()
-    kind = "repair" if "repair" in plan else "retry" if "retry" in plan else None
+    kind = next((k for k in ("repair", "retry", "undo") if k in plan), None)
     what = f"the {kind} {plan[kind]}" if kind else f"{len(plan['episodes'])} episode(s)"
     if plan["already_undone"] and kind:
         console.print(f"nothing to undo: {what} was already undone")
         return
-    if kind == "retry" and not plan["episodes"]:
+    if kind in ("retry", "undo") and not plan["episodes"]:
         console.print(f"nothing to undo: every episode of {what} changed since: {', '.join(plan['changed_since'])}")
         return
     if not kind and not plan["episodes"]:
@@ -292,7 +292,7 @@ def undo(
              else f"Plan for undoing {what} (nothing changed; pass --apply)")
     console.print(_effects_table(title, plan))
     if plan.get("changed_since"):
-        console.print(f"left as they are, changed since the retry: {', '.join(plan['changed_since'])}")
+        console.print(f"left as they are, changed since the {kind}: {', '.join(plan['changed_since'])}")
 
 
 def _effects_table(title: str, plan: dict):

@@ -27,8 +27,8 @@ from memctl.ingest import BATCH_EPISODES, IngestReport, batches, read_sources
 from memctl.sources import IngestOptions
 from memctl.store import collector_paused, in_chunks
 from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
-from memctl.store.episodes import (Touched, expire_episodes, purge_episodes, replace_assertions, revert_retry, sort_new,
-                                   store_episodes, touched_by)
+from memctl.store.episodes import (Touched, expire_episodes, purge_episodes, replace_assertions, revert_retry,
+                                   revert_undo, sort_new, store_episodes, touched_by)
 from memctl.store.facts import SlotChanges, current_facts, recompute_slots
 from memctl.store.naming import rename_entities
 
@@ -197,7 +197,7 @@ class Memory:
             kind = self.db.execute("SELECT kind FROM operations WHERE id = ?", found).fetchone()[0]
             if kind != "ingest":
                 raise MemctlError(f"{found[0]} is a {kind} operation; undo takes episodes, ingest operations, "
-                                  "or a repair or retry operation on its own")
+                                  "or a repair, retry or undo operation on its own")
             rows = self.db.execute("SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", found).fetchall()
             if not rows:
                 raise MemctlError(f"{found[0]} has no episodes left: they were purged or ingested again by a later operation")
@@ -214,11 +214,11 @@ class Memory:
 
     def undo(self, targets: list[str], *, source: Path | None = None, apply: bool = False, purge: bool = False) -> dict:
         """Remove episodes (and with ``purge`` their content, for good), or put back what a
-        repair or a retry changed. A preview unless ``apply``."""
+        repair, a retry or an undo changed. A preview unless ``apply``."""
         if len(targets) == 1 and source is None and not purge:
             found = self._lookup("operations", targets[0])
             kind = self.db.execute("SELECT kind FROM operations WHERE id = ?", found).fetchone()[0] if len(found) == 1 else None
-            if kind in ("repair", "retry"):
+            if kind in ("repair", "retry", "undo"):
                 return self._undo_operation(found[0], kind, apply=apply)
         episode_ids = self.resolve_targets(targets, source)
         plan: dict = {}
@@ -343,12 +343,18 @@ class Memory:
         return {**result, "applied": True, "operation_id": operation_id}
 
     def _undo_operation(self, operation_id: str, kind: str, *, apply: bool) -> dict:
-        """Put back what a repair or a retry changed; a plan unless ``apply``."""
+        """Put back what a repair, a retry or an undo of episodes changed; a plan unless ``apply``."""
         plan: dict = {}
         try:
             with write_transaction(self.db):
-                status, operation_at = self.db.execute("SELECT status, at FROM operations WHERE id = ?",
-                                                       [operation_id]).fetchone()
+                status, operation_at, command, episode_ids = self.db.execute(
+                    "SELECT status, at, command, episode_ids FROM operations WHERE id = ?", [operation_id]).fetchone()
+                command = json.loads(command or "{}")
+                if kind == "undo" and "purge" not in command:
+                    raise MemctlError(f"{operation_id} put back what another operation did; to reverse it, "
+                                      "run that operation again")
+                if kind == "undo" and command["purge"]:
+                    raise MemctlError(f"{operation_id} was a purge: the content is gone; ingest the files again")
                 plan = {"episodes": [], kind: operation_id, "already_undone": [], "changed_since": [],
                         "purge": False, "removed": [], "reopened": [], "changed": [], "added": [],
                         "applied": False, "operation_id": None}
@@ -358,13 +364,16 @@ class Memory:
                 at = transaction_time(self.db, self.clock)
                 if kind == "repair":
                     touched = repair.restore(self.db, operation_id)
-                else:
+                elif kind == "retry":
                     touched, plan["episodes"], plan["changed_since"] = revert_retry(
                         self.db, operation_id, operation_at, at)
+                else:
+                    touched, plan["episodes"], plan["changed_since"] = revert_undo(
+                        self.db, json.loads(episode_ids or "[]"), operation_at, at)
                 before = current_facts(self.db, touched.slots, touched.values)
                 self._apply(at, touched)
                 plan.update(_classify(self.db, before, current_facts(self.db, touched.slots, touched.values)))
-                if not apply or (kind == "retry" and not plan["episodes"]):
+                if not apply or (kind != "repair" and not plan["episodes"]):
                     raise _DryRun
                 undo_id = _new_operation_id()
                 self._record_operation(undo_id, "undo", at, {"targets": [operation_id]}, "done")

@@ -121,6 +121,36 @@ def test_undo_previews_then_applies_and_reopens(cli, db_path, tmp_path):
     assert again.code == 0 and "already undone" in again.out
 
 
+
+def test_an_undo_is_undone_by_its_operation_and_a_purge_is_not(cli, db_path, tmp_path):
+    """A mistaken `undo --source` is reversible without the files; a purge cannot be."""
+    one = write_jsonl(tmp_path / "one.jsonl", [line("2024-01-01", fact("svc", "uses", "Kafka", cardinality="many")),
+                                               line("2024-03-01", fact("svc", "uses", "Redis", cardinality="many"))])
+    assert cli("ingest", one).code == 0
+    before = cli("recall", "svc uses", "--json").json()["results"]
+    undo_id = cli("undo", "--source", one, "--apply", "--json").json()["operation_id"]
+    one.unlink()  # the file is gone: only the store can bring the episodes back
+    counts = table_counts(db_path)
+    preview = cli("undo", undo_id, "--json").json()
+    assert not preview["applied"] and len(preview["episodes"]) == 2
+    assert sorted(r["object"] for r in preview["added"]) == ["Kafka", "Redis"]
+    assert table_counts(db_path) == counts
+    shown = cli("undo", undo_id, "--apply")
+    assert shown.code == 0 and f"Undid the undo {undo_id}" in shown.out
+    after = cli("recall", "svc uses", "--json").json()["results"]
+    assert [(r["fact"], r["valid_at"], r["invalid_at"]) for r in after] == [
+        (r["fact"], r["valid_at"], r["invalid_at"]) for r in before]
+    assert [(op["kind"], op["status"]) for op in cli("operations", "--json").json()] == [
+        ("ingest", "done"), ("undo", "undone"), ("undo", "done")]
+    assert cli("episodes", "--status", "undone", "--json").json() == []
+
+    episode = cli("episodes", "--json").json()[0]["id"]
+    purge_id = cli("undo", episode, "--purge", "--apply", "--json").json()["operation_id"]
+    refused = cli("undo", purge_id, "--apply")
+    assert refused.code == 2 and "purge" in refused.err and len(refused.err.strip().splitlines()) == 1
+    refused = cli("undo", cli("operations", "--json").json()[2]["id"], "--apply")
+    assert refused.code == 2 and "run that operation again" in refused.err
+
 def test_undo_by_operation_and_by_source(cli, tmp_path):
     one = write_jsonl(tmp_path / "one.jsonl", [line("2024-01-01", fact("svc", "uses", "Kafka", cardinality="many"))])
     two = write_jsonl(tmp_path / "two.jsonl", [line("2024-02-01", fact("svc", "uses", "Redis", cardinality="many"))])

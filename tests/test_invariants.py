@@ -305,3 +305,22 @@ def test_undo_of_a_retry_is_an_exact_inverse(made, data):
     memory.clock.advance(seconds=1)
     memory.undo(sorted(undone), apply=True)
     assert current_facts(memory) == current_facts(ingested([[e for e in made if e.id not in undone]]))
+
+
+@given(episodes(min_size=2), st.data())
+def test_undo_of_an_undo_is_an_exact_inverse(made, data):
+    """Undoing an undo of episodes brings back exactly the facts from before it, and the
+    store then behaves as if the episodes had never left."""
+    undone = sorted({e.id for e in data.draw(st.lists(st.sampled_from(made), min_size=1, unique_by=lambda e: e.id))})
+    memory = ingested([made])
+    before = current_facts(memory)
+    memory.clock.advance(seconds=1)
+    undo_id = memory.undo(undone, apply=True)["operation_id"]
+    memory.clock.advance(seconds=1)
+    assert memory.undo([undo_id], apply=True)["episodes"] == undone
+    assert current_facts(memory) == before
+    assert_rebuild_is_a_no_op(memory)
+    again = {e.id for e in data.draw(st.lists(st.sampled_from(made), min_size=1, unique_by=lambda e: e.id))}
+    memory.clock.advance(seconds=1)
+    memory.undo(sorted(again), apply=True)
+    assert current_facts(memory) == current_facts(ingested([[e for e in made if e.id not in again]]))

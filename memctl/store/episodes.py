@@ -165,8 +165,8 @@ def replace_assertions(db: Database, episodes: list[Episode], at: str, operation
 
 def revert_retry(db: Database, operation_id: str, retried_at: str, at: str) -> tuple[Touched, list[str], list[str]]:
     """Undo the retry ``operation_id`` (its transaction time ``retried_at``): each episode's
-    assertions from the retry expire at ``at``, and the ones it replaced come back as new
-    rows from ``at`` on, so the history still shows what was believed in between.
+    assertions from the retry expire at ``at``, the ones it replaced come back, and so
+    does the extraction state the ``retries`` journal kept.
 
     An episode changed since (retried again, undone, ingested anew) is left as it is.
     Returns what was touched, the episodes reverted and those left.
@@ -183,21 +183,48 @@ def revert_retry(db: Database, operation_id: str, retried_at: str, at: str) -> t
                                  AND expired_at IS NOT NULL)""",
             {"e": episode_id, "t": retried_at}).fetchone()[0]
         (left if changed_since else reverted).append(episode_id)
-    touched = touched_by(db, reverted, active_only=True)
-    columns = ("episode_id, ordinal, subject, subject_id, predicate, predicate_key, object, object_id, fact, valid_at, "
-               "valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence, invalid_at_precision, "
-               "date_span, cardinality, extractor, extracted_at, reference_time")
-    for chunk, marks in in_chunks(reverted):
-        db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
-                   [at, *chunk])
-        db.execute(f"""INSERT INTO assertions ({columns}, created_at)
-                       SELECT {columns}, ? FROM assertions
-                       WHERE expired_at = ? AND episode_id IN ({marks}) ORDER BY id""", [at, retried_at, *chunk])
-    touched.update(touched_by(db, reverted, active_only=True))
+    touched = _bring_back(db, reverted, retried_at, at)
     db.conn.executemany("UPDATE episodes SET extraction = ?, extraction_error = ? WHERE id = ?",
                         [(extraction, error, episode_id) for episode_id, extraction, error in journal
                          if episode_id in set(reverted)])
     return touched, reverted, left
+
+
+def revert_undo(db: Database, episode_ids: list[str], undone_at: str, at: str) -> tuple[Touched, list[str], list[str]]:
+    """Undo an undo (made at ``undone_at``) of ``episode_ids``: they are active again, with
+    the assertions it expired, as new rows from ``at`` on.
+
+    An episode changed since (ingested again, purged) is left as it is. Returns what was
+    touched, the episodes brought back and those left.
+    """
+    back, left = [], []
+    for episode_id in episode_ids:
+        changed_since = db.execute(
+            """SELECT NOT EXISTS (SELECT 1 FROM episodes WHERE id = :e AND status = 'undone')
+                      OR EXISTS (SELECT 1 FROM assertions WHERE episode_id = :e AND created_at > :t)""",
+            {"e": episode_id, "t": undone_at}).fetchone()[0]
+        (left if changed_since else back).append(episode_id)
+    touched = _bring_back(db, back, undone_at, at)
+    for chunk, marks in in_chunks(back):
+        db.execute(f"UPDATE episodes SET status = 'active' WHERE id IN ({marks})", chunk)
+    return touched, back, left
+
+
+def _bring_back(db: Database, episode_ids: list[str], expired_at: str, at: str) -> Touched:
+    """The episodes' assertions that expired at ``expired_at`` replace their active ones,
+    as new rows from ``at`` on: the history keeps what was believed in between."""
+    touched = touched_by(db, episode_ids, active_only=True)
+    columns = ("episode_id, ordinal, subject, subject_id, predicate, predicate_key, object, object_id, fact, valid_at, "
+               "valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence, invalid_at_precision, "
+               "date_span, cardinality, extractor, extracted_at, reference_time")
+    for chunk, marks in in_chunks(episode_ids):
+        db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
+                   [at, *chunk])
+        db.execute(f"""INSERT INTO assertions ({columns}, created_at)
+                       SELECT {columns}, ? FROM assertions
+                       WHERE expired_at = ? AND episode_id IN ({marks}) ORDER BY id""", [at, expired_at, *chunk])
+    touched.update(touched_by(db, episode_ids, active_only=True))
+    return touched
 
 
 def touched_by(db: Database, episode_ids: list[str], *, active_only: bool) -> Touched:
