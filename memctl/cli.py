@@ -213,7 +213,7 @@ def _ingest_table(report):
     if report.unrecognised:
         rows.append(["not logs memctl reads", len(report.unrecognised)])
     rows += [[label, getattr(report, key)] for label, key in [
-        ("episodes read", "episodes"), ("added", "added"), ("brought back", "reactivated"),
+        ("episodes read", "episodes"), ("added", "added"), ("brought back", "reactivated"), ("read again, grown", "revised"),
         ("already present", "already_present"), ("pending episodes extracted", "extracted_pending"),
         ("assertions", "assertions"), ("facts created", "facts_created"), ("facts ended or replaced", "facts_expired"),
         ("secrets redacted", "redactions"), ("extractor", "extractor"), ("model calls", "extraction_calls"),

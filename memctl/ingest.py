@@ -27,6 +27,7 @@ class IngestReport:
     episodes: int = 0
     added: int = 0
     reactivated: int = 0
+    revised: int = 0  # stored before, read again with more content (a session still being written)
     already_present: int = 0
     assertions: int = 0
     facts_created: int = 0

@@ -28,7 +28,7 @@ from memctl.sources import IngestOptions
 from memctl.store import collector_paused, in_chunks
 from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
 from memctl.store.episodes import (Touched, expire_episodes, purge_episodes, replace_assertions, revert_retry,
-                                   revert_undo, sort_new, store_episodes, touched_by)
+                                   revert_revisions, revert_undo, grown, sort_new, store_episodes, touched_by)
 from memctl.store.facts import SlotChanges, current_facts, recompute_slots
 from memctl.store.naming import rename_entities
 
@@ -97,18 +97,24 @@ class Memory:
             if report.llm_unavailable:  # the rest is stored as pending, for the next run
                 yield from chunk
                 continue
-            stored = set()  # pending episodes are not "stored" yet: this run extracts them
+            stored = set()  # pending episodes are not "stored" yet: this run extracts them, as grown ones
             for ids, marks in in_chunks([e.id for e in chunk]):
                 stored.update(row[0] for row in self.db.execute(
                     f"SELECT id FROM episodes WHERE status = 'active' AND extraction != 'pending' AND id IN ({marks})",
                     ids).fetchall())
+            stored -= grown(self.db, (e for e in chunk if e.id in stored))
             # The predicates in use, so a model keeps calling one relation by one name.
             predicates = tuple(row[0] for row in self.db.execute(
                 "SELECT min(predicate) FROM assertions WHERE expired_at IS NULL GROUP BY predicate_key "
                 "ORDER BY count(*) DESC LIMIT ?", [PREDICATES_IN_PROMPT]).fetchall())
-            requests, by_id = [], {}
+            longest: dict[str, Episode] = {}  # one turn read twice (a resumed session): its longer reading
             for episode in chunk:
-                if episode.format == "facts" or episode.id in stored or episode.id in by_id:
+                if episode.id in longest and len(episode.content) <= len(longest[episode.id].content):
+                    continue
+                longest[episode.id] = episode
+            requests, by_id = [], {}
+            for episode in longest.values():
+                if episode.format == "facts" or episode.id in stored:
                     continue
                 context = recent.setdefault(episode.source, deque(maxlen=CONTEXT_EPISODES))
                 requests.append(Request(episode.id, episode.content, episode.reference_time, tuple(context),
@@ -150,6 +156,7 @@ class Memory:
                     changes = self._apply(at, added.touched)
                     report.added += len(added.added)
                     report.reactivated += len(added.reactivated)
+                    report.revised += len(added.revised)
                     report.assertions += added.assertions
                     report.facts_created += len(changes.inserted)
                     report.facts_expired += len(changes.expired)
@@ -172,7 +179,8 @@ class Memory:
             )
 
     def _set_counts(self, operation_id: str, report: IngestReport) -> None:
-        counts = {k: getattr(report, k) for k in ("added", "reactivated", "assertions", "facts_created", "facts_expired")}
+        counts = {k: getattr(report, k)
+                  for k in ("added", "reactivated", "revised", "assertions", "facts_created", "facts_expired")}
         self.db.execute("UPDATE operations SET counts = ? WHERE id = ?", [json.dumps(counts), operation_id])
 
     # --- undo ----------------------------------------------------------------------
@@ -212,6 +220,12 @@ class Memory:
             raise MemctlError("name at least one episode or operation to undo, or --source PATH")
         return list(episode_ids)
 
+    def _ingest_operations(self, targets: list[str]) -> list[str]:
+        """The ingest operations among ``targets`` (ids or unique prefixes)."""
+        found = [self._lookup("operations", target) for target in targets]
+        return [ids[0] for ids in found if len(ids) == 1 and self.db.execute(
+            "SELECT kind FROM operations WHERE id = ?", ids).fetchone()[0] == "ingest"]
+
     def undo(self, targets: list[str], *, source: Path | None = None, apply: bool = False, purge: bool = False) -> dict:
         """Remove episodes (and with ``purge`` their content, for good), or put back what a
         repair, a retry or an undo changed. A preview unless ``apply``."""
@@ -227,21 +241,30 @@ class Memory:
                 statuses = {}
                 for chunk, marks in in_chunks(episode_ids):
                     statuses.update(self.db.execute(f"SELECT id, status FROM episodes WHERE id IN ({marks})", chunk).fetchall())
-                chosen = episode_ids if purge else [e for e in episode_ids if statuses[e] == "active"]
                 at = transaction_time(self.db, self.clock)
-                slots = touched_by(self.db, chosen, active_only=not purge).slots
+                # An ingest that revised episodes (read them again, grown) gives back the
+                # readings it replaced; a purge erases them with the rest.
+                touched, reverted = Touched(), []
+                for operation_id in [] if purge else self._ingest_operations(targets):
+                    more, episodes = revert_revisions(self.db, operation_id, at)
+                    touched.update(more)
+                    reverted += episodes
+                chosen = episode_ids if purge else [e for e in episode_ids
+                                                    if statuses[e] == "active" and e not in reverted]
+                slots = touched_by(self.db, chosen, active_only=not purge).slots | touched.slots
                 before = current_facts(self.db, slots)
-                touched = purge_episodes(self.db, chosen) if purge else expire_episodes(self.db, chosen, at)
+                touched.update(purge_episodes(self.db, chosen) if purge else expire_episodes(self.db, chosen, at))
                 self._apply(at, touched)
                 plan = {
                     "episodes": chosen,
-                    "already_undone": [e for e in episode_ids if e not in chosen],
+                    "revisions_reverted": reverted,
+                    "already_undone": [e for e in episode_ids if e not in chosen and e not in reverted],
                     "purge": purge,
                     **_classify(self.db, before, current_facts(self.db, slots)),
                     "applied": False,
                     "operation_id": None,
                 }
-                if not apply or not chosen:
+                if not apply or not (chosen or reverted):
                     raise _DryRun
                 operation_id = _new_operation_id()
                 self._record_operation(operation_id, "undo", at, {"targets": targets, "source": str(source) if source else None, "purge": purge}, "done")

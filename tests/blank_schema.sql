@@ -108,6 +108,18 @@ CREATE TABLE retries (
             old_extraction_error TEXT,
             PRIMARY KEY (operation_id, episode_id)
         ) WITHOUT ROWID;
+CREATE TABLE revisions (
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            revised_at TEXT NOT NULL,      -- transaction time; its old assertions expired then
+            operation_id TEXT NOT NULL REFERENCES operations(id),
+            old_content TEXT NOT NULL,
+            old_content_hash TEXT NOT NULL,
+            old_extraction TEXT NOT NULL,
+            old_extraction_error TEXT,
+            old_operation_id TEXT,
+            old_created_at TEXT NOT NULL,
+            PRIMARY KEY (episode_id, revised_at)
+        ) WITHOUT ROWID;
 CREATE INDEX assertions_episode ON assertions(episode_id);
 CREATE INDEX assertions_midnight_invalid ON assertions(episode_id) WHERE expired_at IS NULL
             AND substr(invalid_at, 11) = 'T00:00:00.000000Z' AND substr(invalid_at, 1, 10) = substr(extracted_at, 1, 10);
@@ -125,3 +137,4 @@ CREATE INDEX facts_slot ON facts(subject_id, predicate_key);
 CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
     ON "_sqlite_migrations" ("migration_set", "name");
 CREATE INDEX llm_cache_episode ON llm_cache(episode_id);
+CREATE INDEX revisions_operation ON revisions(operation_id);

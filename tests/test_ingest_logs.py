@@ -33,7 +33,8 @@ def test_all_real_logs_ingest_with_their_own_times_and_twice_adds_nothing(cli, d
     episodes = stored(db_path)
     assert {e["reference_time_source"] for e in episodes if e["format"] in LOG_FORMATS} <= {"record", "session"}
     again = cli("ingest", REALDATA, "--tz", "Europe/Oslo", "--json").json()
-    assert (again["added"], again["reactivated"], again["already_present"]) == (0, 0, report["episodes"])
+    assert (again["added"], again["reactivated"], again["revised"], again["already_present"]) == (
+        0, 0, 0, report["episodes"])
 
 
 @needs_realdata
@@ -116,3 +117,56 @@ def test_unknown_zone_is_bad_usage(cli, tmp_path):
     chat = write_jsonl(tmp_path / "chat.jsonl", [{"role": "user", "content": "x", "timestamp": 1714557600}])
     run = cli("ingest", chat, "--tz", "Mars/Olympus")
     assert run.code == 2 and "Mars/Olympus" in run.err
+
+
+def _claude_line(uuid, parent, role, text, second):
+    content = text if role == "user" else [{"type": "text", "text": text}]
+    return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+            "timestamp": f"2025-01-01T10:00:{second:02d}Z", "message": {"role": role, "content": content}}
+
+
+def test_a_turn_read_again_after_its_reply_grew_takes_the_new_reading_and_undo_gives_the_old_back(cli, db_path,
+                                                                                                   tmp_path):
+    """A session still being written when it was ingested: the next ingest must not lose the rest."""
+    session = tmp_path / "project" / "s1.jsonl"
+    session.parent.mkdir()
+    lines = [_claude_line("u1", None, "user", "Which database does billing use?", 0),
+             _claude_line("a1", "u1", "assistant", "Billing uses MySQL. Let me double check.", 5)]
+    write_jsonl(session, lines)
+    first = cli("ingest", session, "--extractor", "rules", "--json").json()
+    assert first["added"] == 1
+    lines.append(_claude_line("a2", "a1", "assistant", "Billing uses Postgres.", 9))
+    write_jsonl(session, lines)
+    second = cli("ingest", session, "--extractor", "rules", "--json").json()
+    assert (second["revised"], second["added"], second["assertions"]) == (1, 0, 2)  # the whole turn, extracted again
+    (episode,) = cli("episodes", "--json").json()
+    assert "Billing uses Postgres" in cli("show", episode["id"], "--json").json()["content"]
+    assert sorted(r["object"] for r in cli("recall", "billing uses", "--json").json()["results"]) == ["MySQL", "Postgres"]
+    again = cli("ingest", session, "--extractor", "rules", "--json").json()
+    assert (again["revised"], again["already_present"], again["assertions"]) == (0, 1, 0)
+    # A shorter copy of the turn (a resumed session's file) is not a new reading.
+    write_jsonl(tmp_path / "project" / "s2.jsonl", lines[:2])
+    assert cli("ingest", tmp_path / "project" / "s2.jsonl", "--extractor", "rules", "--json").json()["revised"] == 0
+
+    plan = cli("undo", second["operation_id"], "--apply", "--json").json()
+    assert plan["applied"] and plan["revisions_reverted"] == [episode["id"]] and plan["episodes"] == []
+    assert [r["object"] for r in plan["removed"]] == ["Postgres"]
+    assert "Postgres" not in cli("show", episode["id"], "--json").json()["content"]
+    assert [r["object"] for r in cli("recall", "billing uses", "--json").json()["results"]] == ["MySQL"]
+    assert cli("rebuild", "--json").json()["facts_created"] == 0
+    assert cli("undo", first["operation_id"], "--apply", "--json").json()["episodes"] == [episode["id"]]
+    assert cli("recall", "billing uses", "--json").json()["results"] == []
+
+
+def test_purging_a_revised_episode_erases_its_older_readings(cli, db_path, tmp_path):
+    session = tmp_path / "s1.jsonl"
+    lines = [_claude_line("u1", None, "user", "The staging token is hunter2-staging, keep it.", 0)]
+    write_jsonl(session, lines)
+    assert cli("ingest", session, "--extractor", "rules").code == 0
+    write_jsonl(session, lines + [_claude_line("a1", "u1", "assistant", "Noted.", 3)])
+    assert cli("ingest", session, "--extractor", "rules", "--json").json()["revised"] == 1
+    (episode,) = cli("episodes", "--json").json()
+    assert cli("undo", episode["id"], "--purge", "--apply").code == 0
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert "hunter2" not in "\n".join(conn.iterdump())

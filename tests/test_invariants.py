@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from memctl import times
@@ -324,3 +326,38 @@ def test_undo_of_an_undo_is_an_exact_inverse(made, data):
     memory.clock.advance(seconds=1)
     memory.undo(sorted(again), apply=True)
     assert current_facts(memory) == current_facts(ingested([[e for e in made if e.id not in again]]))
+
+
+@st.composite
+def readings(draw):
+    """Turns with an identity, and for some of them a later, longer reading (the reply
+    grew after the first ingest), saying more."""
+    made = draw(episodes(min_size=1, max_size=6))
+    first, later = [], []
+    for episode in made:
+        episode = dataclasses.replace(episode, identity=f"turn {episode.position}", format="jsonl", extraction="done")
+        first.append(episode)
+        if draw(st.booleans()):
+            content = episode.content + " and then some"
+            more = draw(st.lists(assertions(episode.reference_time), max_size=2))
+            later.append(dataclasses.replace(episode, content=content, content_hash=content_hash(content),
+                                             assertions=episode.assertions + more))
+    return first, later
+
+
+@given(readings())
+def test_a_longer_reading_replaces_the_first_and_undoing_its_ingest_gives_the_first_back(both):
+    first, later = both
+    memory = ingested([first])
+    after_first = current_facts(memory)
+    memory.clock.advance(seconds=1)
+    report = memory.ingest_episodes(later)
+    assert report.revised == len(later)
+    final = {e.id: e for e in first} | {e.id: e for e in later}
+    assert current_facts(memory) == current_facts(ingested([list(final.values())]))
+    assert_rebuild_is_a_no_op(memory)
+    if report.operation_id:
+        memory.clock.advance(seconds=1)
+        memory.undo([report.operation_id], apply=True)
+        assert current_facts(memory) == after_first
+        assert_rebuild_is_a_no_op(memory)

@@ -6,6 +6,7 @@ touched, so the caller recomputes each touched slot once per transaction.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sqlite_utils import Database
@@ -38,6 +39,7 @@ class Added:
     reactivated: list[str] = field(default_factory=list)
     already_present: list[str] = field(default_factory=list)
     extracted: list[str] = field(default_factory=list)  # stored as pending before, extracted now
+    revised: list[str] = field(default_factory=list)  # stored before, read again with more content
     to_store: list[Episode] = field(default_factory=list)
     assertions: int = 0
     touched: Touched = field(default_factory=Touched)
@@ -57,17 +59,44 @@ def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]
     return {form: found[names.entity_key(form)] for form in surface_forms}
 
 
+def grown(db: Database, episodes: Iterable[Episode]) -> set[str]:
+    """Ids of active stored episodes of which these are a longer reading: the same turn
+    read again after its reply grew (its session was still being written at the last
+    ingest). Only growth counts: a shorter or different copy of a turn (in a resumed
+    session's file) is not a new reading, so two files cannot take turns replacing it."""
+    by_id = {episode.id: episode for episode in episodes}
+    differing = []
+    for chunk, marks in in_chunks(list(by_id)):
+        differing += [episode_id for episode_id, content_hash in db.execute(
+            f"SELECT id, content_hash FROM episodes WHERE status = 'active' AND id IN ({marks})", chunk)
+            if content_hash != by_id[episode_id].content_hash]
+    found = set()
+    for chunk, marks in in_chunks(differing):
+        for episode_id, content in db.execute(f"SELECT id, content FROM episodes WHERE id IN ({marks})", chunk):
+            new = by_id[episode_id].content
+            if len(new) > len(content) and new.startswith(content):
+                found.add(episode_id)
+    return found
+
+
 def sort_new(db: Database, episodes: list[Episode]) -> Added:
-    """Which episodes are new, which were undone and come back, which are already in."""
+    """Which episodes are new, which were undone and come back, which grew, which are already in."""
     result = Added()
-    unique = {episode.id: episode for episode in episodes}
+    unique: dict[str, Episode] = {}
+    for episode in episodes:  # one turn twice in a batch: the longer reading
+        if episode.id not in unique or len(episode.content) > len(unique[episode.id].content):
+            unique[episode.id] = episode
     status: dict[str, tuple[str, str]] = {}
     for chunk, marks in in_chunks(list(unique)):
         status.update((row[0], row[1:]) for row in db.execute(
             f"SELECT id, status, extraction FROM episodes WHERE id IN ({marks})", chunk).fetchall())
+    revised = grown(db, unique.values())
     for episode_id, episode in unique.items():
         stored_status, extraction = status.get(episode_id, (None, None))
-        if stored_status == "active" and extraction == "pending" and episode.extraction != "pending":
+        if episode_id in revised:
+            result.to_store.append(episode)
+            result.revised.append(episode_id)
+        elif stored_status == "active" and extraction == "pending" and episode.extraction != "pending":
             result.to_store.append(episode)  # an LLM was unreachable last time; its assertions arrive now
             result.extracted.append(episode_id)
         elif stored_status == "active":
@@ -86,8 +115,20 @@ def sort_new(db: Database, episodes: list[Episode]) -> Added:
 
 
 def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> None:
-    """Write ``result.to_store`` and their assertions, filling in what they touched."""
+    """Write ``result.to_store`` and their assertions, filling in what they touched.
+
+    A revised episode's old reading goes to the ``revisions`` journal and its assertions
+    expire; the new reading's assertions take their place.
+    """
     to_store = result.to_store
+    result.touched.update(touched_by(db, result.revised, active_only=True))
+    for chunk, marks in in_chunks(result.revised):
+        db.execute(f"""INSERT INTO revisions (episode_id, revised_at, operation_id, old_content, old_content_hash,
+                                              old_extraction, old_extraction_error, old_operation_id, old_created_at)
+                       SELECT id, ?, ?, content, content_hash, extraction, extraction_error, operation_id, created_at
+                       FROM episodes WHERE id IN ({marks})""", [at, operation_id, *chunk])
+        db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
+                   [at, *chunk])
     db.conn.executemany(
         """
         INSERT INTO episodes (id, source, position, source_id, format, content, content_hash,
@@ -96,7 +137,8 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)
         ON CONFLICT(id) DO UPDATE SET status = 'active', created_at = excluded.created_at,
                                       operation_id = excluded.operation_id, extraction = excluded.extraction,
-                                      extraction_error = excluded.extraction_error
+                                      extraction_error = excluded.extraction_error, content = excluded.content,
+                                      content_hash = excluded.content_hash
         """,
         [
             (e.id, e.source, e.position, e.source_id, e.format, e.content, e.content_hash,
@@ -210,6 +252,28 @@ def revert_undo(db: Database, episode_ids: list[str], undone_at: str, at: str) -
     return touched, back, left
 
 
+def revert_revisions(db: Database, operation_id: str, at: str) -> tuple[Touched, list[str]]:
+    """Undoing the ingest ``operation_id``: each episode it revised (and nothing revised
+    since) gets its reading from before back, with that reading's assertions.
+
+    Returns what was touched and the episodes reverted.
+    """
+    rows = db.execute(
+        """SELECT r.episode_id, r.revised_at, r.old_content, r.old_content_hash, r.old_extraction,
+                  r.old_extraction_error, r.old_operation_id, r.old_created_at
+           FROM revisions r JOIN episodes e ON e.id = r.episode_id
+           WHERE r.operation_id = :op AND e.operation_id = :op AND e.status = 'active'
+             AND r.revised_at = (SELECT min(revised_at) FROM revisions
+                                 WHERE episode_id = r.episode_id AND operation_id = :op)
+           ORDER BY r.episode_id""", {"op": operation_id}).fetchall()
+    touched = Touched()
+    for episode_id, revised_at, *old in rows:
+        touched.update(_bring_back(db, [episode_id], revised_at, at))
+        db.execute("""UPDATE episodes SET content = ?, content_hash = ?, extraction = ?, extraction_error = ?,
+                                          operation_id = ?, created_at = ? WHERE id = ?""", [*old, episode_id])
+    return touched, [row[0] for row in rows]
+
+
 def _bring_back(db: Database, episode_ids: list[str], expired_at: str, at: str) -> Touched:
     """The episodes' assertions that expired at ``expired_at`` replace their active ones,
     as new rows from ``at`` on: the history keeps what was believed in between."""
@@ -271,6 +335,7 @@ def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
         db.execute(f"DELETE FROM repairs WHERE assertion_id IN (SELECT id FROM assertions WHERE episode_id IN ({marks}))",
                    chunk)
         db.execute(f"DELETE FROM retries WHERE episode_id IN ({marks})", chunk)
+        db.execute(f"DELETE FROM revisions WHERE episode_id IN ({marks})", chunk)
         db.execute(f"DELETE FROM llm_cache WHERE episode_id IN ({marks})", chunk)
         db.execute(f"DELETE FROM assertions WHERE episode_id IN ({marks})", chunk)
         db.execute(f"DELETE FROM episodes WHERE id IN ({marks})", chunk)

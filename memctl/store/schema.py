@@ -218,3 +218,28 @@ def retries_and_cache_episodes(db: Database) -> None:
         ) WITHOUT ROWID;
         """
     )
+
+
+@migrations(name="0006_revisions")
+def revisions(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- An episode read again with more content (a session still being written when it
+        -- was ingested) takes the new reading; the one it replaced is kept here, so that
+        -- undoing the ingest that revised it puts it back.
+        CREATE TABLE revisions (
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            revised_at TEXT NOT NULL,      -- transaction time; its old assertions expired then
+            operation_id TEXT NOT NULL REFERENCES operations(id),
+            old_content TEXT NOT NULL,
+            old_content_hash TEXT NOT NULL,
+            old_extraction TEXT NOT NULL,
+            old_extraction_error TEXT,
+            old_operation_id TEXT,
+            old_created_at TEXT NOT NULL,
+            PRIMARY KEY (episode_id, revised_at)
+        ) WITHOUT ROWID;
+        CREATE INDEX revisions_operation ON revisions(operation_id);
+        """
+    )
