@@ -277,14 +277,16 @@ def undo(
         return
     console = _console()
     kind = next((k for k in ("repair", "retry", "undo") if k in plan), None)
-    what = f"the {kind} {plan[kind]}" if kind else f"{len(plan['episodes'])} episode(s)"
+    reverted = plan.get("revisions_reverted", [])
+    what = (f"the {kind} {plan[kind]}" if kind else f"{len(plan['episodes'])} episode(s)"
+            + (f" and {len(reverted)} grown reading(s)" if reverted else ""))
     if plan["already_undone"] and kind:
         console.print(f"nothing to undo: {what} was already undone")
         return
     if kind in ("retry", "undo") and not plan["episodes"]:
         console.print(f"nothing to undo: every episode of {what} changed since: {', '.join(plan['changed_since'])}")
         return
-    if not kind and not plan["episodes"]:
+    if not kind and not plan["episodes"] and not reverted:
         console.print(f"nothing to undo: {len(plan['already_undone'])} episode(s) already undone")
         return
     verb = "Purged" if plan["purge"] else "Undid"

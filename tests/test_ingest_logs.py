@@ -148,6 +148,8 @@ def test_a_turn_read_again_after_its_reply_grew_takes_the_new_reading_and_undo_g
     write_jsonl(tmp_path / "project" / "s2.jsonl", lines[:2])
     assert cli("ingest", tmp_path / "project" / "s2.jsonl", "--extractor", "rules", "--json").json()["revised"] == 0
 
+    preview = cli("undo", second["operation_id"])
+    assert preview.code == 0 and "0 episode(s) and 1 grown reading(s)" in preview.out
     plan = cli("undo", second["operation_id"], "--apply", "--json").json()
     assert plan["applied"] and plan["revisions_reverted"] == [episode["id"]] and plan["episodes"] == []
     assert [r["object"] for r in plan["removed"]] == ["Postgres"]
