@@ -212,6 +212,8 @@ def _ingest_table(report):
     rows = [["files", f"{report.files} (" + ", ".join(f"{k} {v}" for k, v in sorted(report.formats.items())) + ")"]]
     if report.unrecognised:
         rows.append(["not logs memctl reads", len(report.unrecognised)])
+    if report.empty:
+        rows.append(["empty files", len(report.empty)])
     rows += [[label, getattr(report, key)] for label, key in [
         ("episodes read", "episodes"), ("added", "added"), ("brought back", "reactivated"), ("read again, grown", "revised"),
         ("already present", "already_present"), ("pending episodes extracted", "extracted_pending"),

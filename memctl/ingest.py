@@ -24,6 +24,7 @@ class IngestReport:
     files: int = 0
     formats: dict[str, int] = field(default_factory=dict)  # files read, by format
     unrecognised: list[str] = field(default_factory=list)  # files that are no log memctl reads
+    empty: list[str] = field(default_factory=list)  # files with nothing in them (a session that never started)
     episodes: int = 0
     added: int = 0
     reactivated: int = 0
@@ -81,8 +82,13 @@ def read_sources(
     forgiving: a bad line is skipped and reported, an unreadable file refused, and
     the other files go on.
     """
-    files = [(path, format_of(path, options)) for path in files_under(paths)]
-    report.files = len(files)
+    files = []
+    for path in files_under(paths):
+        if path.stat().st_size == 0:
+            report.empty.append(str(path))
+        else:
+            files.append((path, format_of(path, options)))
+    report.files = len(files) + len(report.empty)
     if files and all(fmt is None for _, fmt in files):
         raise MemctlError(
             f"nothing here is a log memctl reads ({len(files)} file(s)); formats: {', '.join(FORMATS)} "

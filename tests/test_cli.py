@@ -315,5 +315,10 @@ def test_unknown_format_is_refused_with_the_choices(cli, tmp_path):
     assert run.code == 2 and "unknown format" in run.err
     # beside a real log, an unreadable file is reported, not fatal
     write_jsonl(tmp_path / "real.jsonl", [line("2024-01-01", fact("svc", "uses", "Kafka"))])
+    (tmp_path / "started.jsonl").touch()  # a session that never got a line, and its empty .meta.json
+    (tmp_path / "started.meta.json").touch()
     report = cli("ingest", tmp_path, "--json").json()
     assert report["added"] == 1 and report["unrecognised"] == [str(table.resolve())]
+    assert report["empty"] == [str((tmp_path / name).resolve()) for name in ("started.jsonl", "started.meta.json")]
+    alone = cli("ingest", tmp_path / "started.jsonl", "--json")
+    assert alone.code == 0 and alone.json()["episodes"] == 0 and len(alone.json()["empty"]) == 1
