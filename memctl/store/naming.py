@@ -45,21 +45,6 @@ class MovedMention(NamedTuple):
     tail: str
 
 
-def _mentions_sql(subject_where: str, object_where: str) -> str:
-    """(assertion id, side, entity id, form, rank) of the mentions the conditions select."""
-    return f"""
-        SELECT id, side, entity_id, form, {_RANK_SQL} AS rank FROM (
-            SELECT a.id, 0 AS side, a.subject_id AS entity_id, a.subject AS form,
-                   coalesce(a.valid_at, a.invalid_at) AS t, a.valid_at IS NOT NULL AS kind,
-                   a.reference_time AS r, a.episode_id, a.ordinal
-            FROM assertions a WHERE {subject_where}
-            UNION ALL
-            SELECT a.id, 1, a.object_id, a.object, coalesce(a.valid_at, a.invalid_at), a.valid_at IS NOT NULL,
-                   a.reference_time, a.episode_id, a.ordinal
-            FROM assertions a WHERE {object_where}
-        )"""
-
-
 def name_from_new_mentions(db: Database, mentions: dict[int, tuple[str, str]]) -> None:
     """Adding mentions can only move a name earlier: compare with the stored rank.
 
@@ -76,9 +61,21 @@ def rename_entities(db: Database, entity_ids: Iterable[int]) -> None:
 
     An entity no active assertion mentions keeps its last name for the history.
     """
-    query = _mentions_sql("a.subject_id = :id AND a.expired_at IS NULL", "a.object_id = :id AND a.expired_at IS NULL")
     for entity_id in set(entity_ids):
-        first = db.execute(f"SELECT form, rank FROM ({query}) ORDER BY rank LIMIT 1", {"id": entity_id}).fetchone()
+        first = db.execute(
+            f"""
+            SELECT form, {_RANK_SQL} AS rank FROM (
+                SELECT a.subject AS form, coalesce(a.valid_at, a.invalid_at) AS t, a.valid_at IS NOT NULL AS kind,
+                       a.reference_time AS r, a.episode_id, a.ordinal, 0 AS side
+                FROM assertions a WHERE a.subject_id = :id AND a.expired_at IS NULL
+                UNION ALL
+                SELECT a.object, coalesce(a.valid_at, a.invalid_at), a.valid_at IS NOT NULL, a.reference_time,
+                       a.episode_id, a.ordinal, 1
+                FROM assertions a WHERE a.object_id = :id AND a.expired_at IS NULL
+            ) ORDER BY rank LIMIT 1
+            """,
+            {"id": entity_id},
+        ).fetchone()
         if first is None:
             db.execute("UPDATE entities SET name_rank = NULL WHERE id = ?", [entity_id])
         else:
