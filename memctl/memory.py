@@ -28,7 +28,8 @@ from memctl.sources import IngestOptions
 from memctl.store import collector_paused, in_chunks
 from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
 from memctl.store.episodes import (Touched, expire_episodes, purge_episodes, replace_assertions, revert_retry,
-                                   revert_revisions, revert_undo, grown, sort_new, store_episodes, touched_by)
+                                   revert_revisions, revert_undo, grown, longest_readings, sort_new, store_episodes,
+                                   touched_by)
 from memctl.store.facts import SlotChanges, current_facts, recompute_slots
 from memctl.store.naming import rename_entities
 
@@ -107,13 +108,8 @@ class Memory:
             predicates = tuple(row[0] for row in self.db.execute(
                 "SELECT min(predicate) FROM assertions WHERE expired_at IS NULL GROUP BY predicate_key "
                 "ORDER BY count(*) DESC LIMIT ?", [PREDICATES_IN_PROMPT]).fetchall())
-            longest: dict[str, Episode] = {}  # one turn read twice (a resumed session): its longer reading
-            for episode in chunk:
-                if episode.id in longest and len(episode.content) <= len(longest[episode.id].content):
-                    continue
-                longest[episode.id] = episode
             requests, by_id = [], {}
-            for episode in longest.values():
+            for episode in longest_readings(chunk).values():
                 if episode.format == "facts" or episode.id in stored:
                     continue
                 context = recent.setdefault(episode.source, deque(maxlen=CONTEXT_EPISODES))

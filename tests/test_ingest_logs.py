@@ -135,17 +135,18 @@ def test_a_turn_read_again_after_its_reply_grew_takes_the_new_reading_and_undo_g
     write_jsonl(session, lines)
     first = cli("ingest", session, "--extractor", "rules", "--json").json()
     assert first["added"] == 1
+    # A resumed session copied the turn as it was; then the reply grew in the original.
+    write_jsonl(tmp_path / "project" / "s2.jsonl", lines)
     lines.append(_claude_line("a2", "a1", "assistant", "Billing uses Postgres.", 9))
     write_jsonl(session, lines)
-    second = cli("ingest", session, "--extractor", "rules", "--json").json()
+    second = cli("ingest", session.parent, "--extractor", "rules", "--json").json()
     assert (second["revised"], second["added"], second["assertions"]) == (1, 0, 2)  # the whole turn, extracted again
     (episode,) = cli("episodes", "--json").json()
     assert "Billing uses Postgres" in cli("show", episode["id"], "--json").json()["content"]
     assert sorted(r["object"] for r in cli("recall", "billing uses", "--json").json()["results"]) == ["MySQL", "Postgres"]
-    again = cli("ingest", session, "--extractor", "rules", "--json").json()
-    assert (again["revised"], again["already_present"], again["assertions"]) == (0, 1, 0)
-    # A shorter copy of the turn (a resumed session's file) is not a new reading.
-    write_jsonl(tmp_path / "project" / "s2.jsonl", lines[:2])
+    again = cli("ingest", session.parent, "--extractor", "rules", "--json").json()
+    assert (again["revised"], again["already_present"], again["assertions"]) == (0, 2, 0)
+    # The shorter copy alone is not a new reading either.
     assert cli("ingest", tmp_path / "project" / "s2.jsonl", "--extractor", "rules", "--json").json()["revised"] == 0
 
     preview = cli("undo", second["operation_id"])

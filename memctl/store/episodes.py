@@ -59,12 +59,22 @@ def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]
     return {form: found[names.entity_key(form)] for form in surface_forms}
 
 
+def longest_readings(episodes: Iterable[Episode]) -> dict[str, Episode]:
+    """One episode per id: of a turn read twice (a resumed session read with its
+    original, or before and after its reply grew), the longer reading."""
+    by_id: dict[str, Episode] = {}
+    for episode in episodes:
+        if episode.id not in by_id or len(episode.content) > len(by_id[episode.id].content):
+            by_id[episode.id] = episode
+    return by_id
+
+
 def grown(db: Database, episodes: Iterable[Episode]) -> set[str]:
     """Ids of active stored episodes of which these are a longer reading: the same turn
     read again after its reply grew (its session was still being written at the last
     ingest). Only growth counts: a shorter or different copy of a turn (in a resumed
     session's file) is not a new reading, so two files cannot take turns replacing it."""
-    by_id = {episode.id: episode for episode in episodes}
+    by_id = longest_readings(episodes)
     differing = []
     for chunk, marks in in_chunks(list(by_id)):
         differing += [episode_id for episode_id, content_hash in db.execute(
@@ -82,10 +92,7 @@ def grown(db: Database, episodes: Iterable[Episode]) -> set[str]:
 def sort_new(db: Database, episodes: list[Episode]) -> Added:
     """Which episodes are new, which were undone and come back, which grew, which are already in."""
     result = Added()
-    unique: dict[str, Episode] = {}
-    for episode in episodes:  # one turn twice in a batch: the longer reading
-        if episode.id not in unique or len(episode.content) > len(unique[episode.id].content):
-            unique[episode.id] = episode
+    unique = longest_readings(episodes)
     status: dict[str, tuple[str, str]] = {}
     for chunk, marks in in_chunks(list(unique)):
         status.update((row[0], row[1:]) for row in db.execute(
