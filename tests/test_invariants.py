@@ -290,6 +290,14 @@ def test_repair_and_its_undo_recompute_exactly_what_a_rebuild_would(made, data):
     assert current_facts(memory) == current_facts(never_repaired)
 
 
+def assert_later_undos_stay_exact(memory: Memory, made: list[Episode], data) -> None:
+    """Invariant 2 from here on: undoing any episodes equals never having ingested them."""
+    undone = {e.id for e in data.draw(st.lists(st.sampled_from(made), min_size=1, unique_by=lambda e: e.id))}
+    memory.clock.advance(seconds=1)
+    memory.undo(sorted(undone), apply=True)
+    assert current_facts(memory) == current_facts(ingested([[e for e in made if e.id not in undone]]))
+
+
 @given(damaged(), st.data())
 def test_undo_of_a_retry_is_an_exact_inverse(made, data):
     """Undoing a retry restores the facts as they were before it, and undoing episodes
@@ -303,10 +311,7 @@ def test_undo_of_a_retry_is_an_exact_inverse(made, data):
     assert memory.undo([retry_id], apply=True)["episodes"] == retried
     assert current_facts(memory) == before
     assert_rebuild_is_a_no_op(memory)
-    undone = {e.id for e in data.draw(st.lists(st.sampled_from(made), min_size=1, unique_by=lambda e: e.id))}
-    memory.clock.advance(seconds=1)
-    memory.undo(sorted(undone), apply=True)
-    assert current_facts(memory) == current_facts(ingested([[e for e in made if e.id not in undone]]))
+    assert_later_undos_stay_exact(memory, made, data)
 
 
 @given(episodes(min_size=2), st.data())
@@ -322,10 +327,7 @@ def test_undo_of_an_undo_is_an_exact_inverse(made, data):
     assert memory.undo([undo_id], apply=True)["episodes"] == undone
     assert current_facts(memory) == before
     assert_rebuild_is_a_no_op(memory)
-    again = {e.id for e in data.draw(st.lists(st.sampled_from(made), min_size=1, unique_by=lambda e: e.id))}
-    memory.clock.advance(seconds=1)
-    memory.undo(sorted(again), apply=True)
-    assert current_facts(memory) == current_facts(ingested([[e for e in made if e.id not in again]]))
+    assert_later_undos_stay_exact(memory, made, data)
 
 
 @st.composite
