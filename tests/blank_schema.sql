@@ -121,12 +121,20 @@ CREATE TABLE revisions (
             PRIMARY KEY (episode_id, revised_at)
         ) WITHOUT ROWID;
 CREATE INDEX assertions_episode ON assertions(episode_id);
+CREATE INDEX assertions_invalid_midnight ON assertions(extracted_at, invalid_at)
+            WHERE expired_at IS NULL AND substr(invalid_at, 11) = 'T00:00:00.000000Z';
+CREATE INDEX assertions_invalid_on_extraction_day ON assertions(invalid_at)
+            WHERE expired_at IS NULL AND substr(invalid_at, 1, 10) = substr(extracted_at, 1, 10);
 CREATE INDEX assertions_midnight_invalid ON assertions(episode_id) WHERE expired_at IS NULL
             AND substr(invalid_at, 11) = 'T00:00:00.000000Z' AND substr(invalid_at, 1, 10) = substr(extracted_at, 1, 10);
 CREATE INDEX assertions_midnight_valid ON assertions(episode_id) WHERE expired_at IS NULL
             AND substr(valid_at, 11) = 'T00:00:00.000000Z' AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
 CREATE INDEX assertions_object ON assertions(object_id);
 CREATE INDEX assertions_slot ON assertions(subject_id, predicate_key);
+CREATE INDEX assertions_valid_midnight ON assertions(extracted_at, valid_at)
+            WHERE expired_at IS NULL AND substr(valid_at, 11) = 'T00:00:00.000000Z';
+CREATE INDEX assertions_valid_on_extraction_day ON assertions(valid_at)
+            WHERE expired_at IS NULL AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
 CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');
 CREATE INDEX episodes_operation ON episodes(operation_id);
 CREATE INDEX episodes_source ON episodes(source, position);

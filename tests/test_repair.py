@@ -176,3 +176,23 @@ def test_undoing_a_repair_after_its_episode_was_undone_gives_no_name_back_to_it(
     assert cli("undo", repair_id, "--apply").code == 0
     assert cli("history", "svc", "--json").json()["entity"] == "svc"
     assert cli("rebuild", "--json").json()["facts_created"] == 0
+
+
+def test_the_plan_reads_assertions_only_through_its_partial_indexes(tmp_path):
+    """The dry run over a million assertions stays fast only while every query of the plan
+    matches a partial index word for word; a reworded query would scan the table."""
+    from memctl import repair
+    from memctl.store.connection import open_database
+
+    db = open_database(tmp_path / "m.db")
+    statements: list[str] = []
+    db.conn.set_trace_callback(statements.append)
+    repair.plan(db)
+    db.conn.set_trace_callback(None)
+    steps = [step for sql in statements if sql.lstrip().upper().startswith("SELECT")
+             for *_, step in db.execute("EXPLAIN QUERY PLAN " + sql).fetchall()]
+    reads = [step for step in steps if step.startswith(("SCAN a ", "SCAN assertions", "SEARCH a ", "SEARCH assertions"))]
+    # Per date column: the suspects by the exact signature, and two near-miss counts.
+    assert sorted(step.split("INDEX ")[1] for step in reads) == sorted(
+        f"assertions_{name}" for column in ("valid", "invalid")
+        for name in (f"midnight_{column}", f"{column}_on_extraction_day", f"{column}_midnight")), steps

@@ -243,3 +243,23 @@ def revisions(db: Database) -> None:
         CREATE INDEX revisions_operation ON revisions(operation_id);
         """
     )
+
+
+@migrations(name="0007_repair_near_miss_indexes")
+def repair_near_miss_indexes(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- What repair counts as near misses, held in partial indexes like its suspects
+        -- (0003): dates on the day they were extracted, and midnights. Counting them then
+        -- reads these few rows instead of scanning every assertion twice.
+        CREATE INDEX assertions_valid_on_extraction_day ON assertions(valid_at)
+            WHERE expired_at IS NULL AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
+        CREATE INDEX assertions_invalid_on_extraction_day ON assertions(invalid_at)
+            WHERE expired_at IS NULL AND substr(invalid_at, 1, 10) = substr(extracted_at, 1, 10);
+        CREATE INDEX assertions_valid_midnight ON assertions(extracted_at, valid_at)
+            WHERE expired_at IS NULL AND substr(valid_at, 11) = 'T00:00:00.000000Z';
+        CREATE INDEX assertions_invalid_midnight ON assertions(extracted_at, invalid_at)
+            WHERE expired_at IS NULL AND substr(invalid_at, 11) = 'T00:00:00.000000Z';
+        """
+    )
