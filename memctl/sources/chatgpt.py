@@ -41,9 +41,10 @@ Claude.ai export (``claude_ai``), which has the same shape of problem.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from memctl import times
 from memctl.errors import FileRefused
@@ -221,14 +222,15 @@ def conversations(path: Path, data: object, key: str, what: str) -> list:
     return data
 
 
-def in_position_order(items: list[Turn | Skipped]) -> list[Turn | Skipped]:
-    return sorted(items, key=lambda item: item.position)
+def export_turns(path: Path, key: str, kind: type, label: str,
+                 conversation_turns: Callable[[dict, Any, int, int], Iterable[Turn | Skipped]]) -> Iterator[Turn | Skipped]:
+    """The turns of a JSON export of conversations, each conversation's in position order.
 
-
-def each_conversation(path: Path, key: str, kind: type, label: str) -> Iterator[tuple | Skipped]:
-    """(index, conversation, its ``key`` container, position base) per readable conversation
-    of an export; a Skipped for one without that container. Positions run across the file:
-    one per container entry, one for a conversation that cannot be read."""
+    ``conversation_turns(conversation, container, index, base)`` reads one conversation
+    whose ``key`` entry is a ``kind``; a conversation without one is a Skipped record.
+    Positions run across the file: one per container entry, one for a conversation
+    that cannot be read.
+    """
     position = 0
     for index, conversation in enumerate(conversations(path, load_json(path), key, label), 1):
         container = conversation.get(key) if isinstance(conversation, dict) else None
@@ -238,7 +240,7 @@ def each_conversation(path: Path, key: str, kind: type, label: str) -> Iterator[
             what = "not an object" if not isinstance(conversation, dict) else f"has no {key} {shape}"
             yield Skipped(position, f"conversation {index}: {what}", malformed=True)
             continue
-        yield index, conversation, container, position
+        yield from sorted(conversation_turns(conversation, container, index, position), key=lambda item: item.position)
         position += len(container)
 
 
@@ -246,12 +248,7 @@ def each_conversation(path: Path, key: str, kind: type, label: str) -> Iterator[
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
-    for item in each_conversation(path, "mapping", dict, "ChatGPT conversations"):
-        if isinstance(item, Skipped):
-            yield item
-            continue
-        index, conversation, mapping, base = item
-        yield from in_position_order(list(_conversation(conversation, mapping, index, base)))
+    return export_turns(path, "mapping", dict, "ChatGPT conversations", _conversation)
 
 
 def _conversation(conversation: dict, mapping: dict, index: int, base: int) -> Iterator[Turn | Skipped]:

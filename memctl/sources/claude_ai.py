@@ -43,9 +43,8 @@ from memctl.sources.chatgpt import (
     Malformed,
     Message,
     assemble,
-    each_conversation,
     count,
-    in_position_order,
+    export_turns,
     instant,
     quiet_instant,
 )
@@ -56,12 +55,7 @@ _KINDS = {"redacted_thinking": "thinking"}
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
-    for item in each_conversation(path, "chat_messages", list, "Claude.ai conversations"):
-        if isinstance(item, Skipped):
-            yield item
-            continue
-        index, conversation, chat, base = item
-        yield from in_position_order(list(_conversation(conversation, chat, index, base)))
+    return export_turns(path, "chat_messages", list, "Claude.ai conversations", _conversation)
 
 
 def _conversation(conversation: dict, chat: list, index: int, base: int) -> Iterator[Turn | Skipped]:
