@@ -322,3 +322,15 @@ def test_unknown_format_is_refused_with_the_choices(cli, tmp_path):
     assert report["empty"] == [str((tmp_path / name).resolve()) for name in ("started.jsonl", "started.meta.json")]
     alone = cli("ingest", tmp_path / "started.jsonl", "--json")
     assert alone.code == 0 and alone.json()["episodes"] == 0 and len(alone.json()["empty"]) == 1
+
+
+def test_undo_of_an_undo_leaves_an_episode_purged_since(cli, tmp_path):
+    both = write_jsonl(tmp_path / "both.jsonl", [line("2024-01-01", fact("svc", "uses", "Kafka", cardinality="many")),
+                                                 line("2024-03-01", fact("svc", "uses", "Redis", cardinality="many"))])
+    assert cli("ingest", both).code == 0
+    undo_id = cli("undo", "--source", both, "--apply", "--json").json()["operation_id"]
+    kafka, redis = [e["id"] for e in cli("episodes", "--json").json()]
+    assert cli("undo", kafka, "--purge", "--apply").code == 0
+    plan = cli("undo", undo_id, "--apply", "--json").json()
+    assert plan["applied"] and plan["episodes"] == [redis] and plan["changed_since"] == [kafka]
+    assert objects(cli("recall", "svc uses", "--json")) == ["Redis"]

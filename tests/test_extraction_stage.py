@@ -213,6 +213,8 @@ def test_retry_dry_run_pays_for_the_calls_once(cli, db_path, tmp_path, monkeypat
         assert not preview.json()["applied"] and preview.json()["model_calls"] == len(CHAT) == server.calls
         assert cli("recall", "uses", "--json").json()["results"] == facts_before
         assert [op["kind"] for op in cli("operations", "--json").json()] == ["ingest"]
+        shown = cli("retry", *episodes, "--extractor", "llm", "--model", "fake-normal", "--dry-run")
+        assert shown.code == 0 and "Plan (nothing changed" in shown.out and server.calls == len(CHAT)
         done = cli("retry", *episodes, "--extractor", "llm", "--model", "fake-normal", "--json").json()
     assert done["applied"] and (done["model_calls"], done["cache_hits"]) == (0, len(CHAT))
     assert server.calls == len(CHAT)
