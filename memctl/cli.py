@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memctl.errors import MemctlError
+from memctl.errors import FileRefused, LLMUnavailable, MemctlError
 
 TIME_HELP = "ISO-8601 date or datetime; a bare date is 00:00:00Z, a datetime without offset is UTC."
 
@@ -485,6 +485,15 @@ def operations(as_json: JsonOption = False) -> None:
     ]))
 
 
+# Exit codes by error class, most specific first: 1 when the rest of the work was kept
+# (a refused file, a model that could not be reached), 2 for bad usage or input.
+EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (LLMUnavailable, 1), (MemctlError, 2))
+
+
+def exit_code(error: MemctlError) -> int:
+    return next(code for kind, code in EXIT_CODES if isinstance(error, kind))
+
+
 def main() -> None:
     from typer.exceptions import TyperException
 
@@ -493,7 +502,7 @@ def main() -> None:
         code = app(standalone_mode=False)
     except MemctlError as error:
         typer.echo(f"memctl: error: {error}", err=True)
-        sys.exit(error.exit_code)
+        sys.exit(exit_code(error))
     except TyperException as error:  # usage errors: unknown command, missing argument, bad option
         typer.echo(f"memctl: error: {error.format_message()}", err=True)
         sys.exit(error.exit_code)

@@ -1,18 +1,42 @@
-"""The one error type users see: a message fit for one line on stderr, and an exit code."""
+"""The errors the library raises: one class per thing that can go wrong for a user.
+
+Each message is the whole explanation, fit for one line. The library knows nothing of
+exit codes or command-line flags: ``memctl.cli`` maps each class to its exit code, and
+adds the flag a user of the command line would reach for.
+"""
 
 from __future__ import annotations
 
 
 class MemctlError(Exception):
-    """Bad usage or bad input (exit 2 by default); the message is the whole explanation."""
+    """Anything memctl refuses to do, with the reason as the message."""
 
-    def __init__(self, message: str, exit_code: int = 2):
-        super().__init__(message)
-        self.exit_code = exit_code
+
+class BadInput(MemctlError):
+    """Input that is not what it claims to be: a date, a query, a structured file."""
+
+
+class NotFound(MemctlError):
+    """Nothing matches what was named (an episode, an operation, an entity, a file)."""
+
+
+class Ambiguous(MemctlError):
+    """A prefix names more than one thing."""
+
+
+class NotUndoable(MemctlError):
+    """The operation named cannot be reversed (a purge, or an undo of an undo)."""
 
 
 class FileRefused(MemctlError):
-    """One input file cannot be read as it claims to be; the others go on (exit 1)."""
+    """One input file cannot be read as it claims to be; the others go on."""
+
+
+class LLMUnavailable(MemctlError):
+    """The model endpoint cannot be used at all (unreachable, key rejected, no such model).
+
+    The episodes that needed it are kept pending for the next run.
+    """
 
     def __init__(self, message: str):
-        super().__init__(message, exit_code=1)
+        super().__init__(" ".join(message.split()))

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memctl.errors import FileRefused, MemctlError
+from memctl.errors import BadInput, FileRefused
 from memctl.model import Episode
 from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, files_under, format_of, parse
 
@@ -78,7 +78,7 @@ def read_sources(
     """Every episode of every file, streaming; what was skipped or refused goes in ``report``.
 
     Structured ``facts`` files are checked whole before anything is read for storing:
-    their bad input refuses the command (MemctlError, exit 2). Session logs are
+    their bad input refuses the command (BadInput). Session logs are
     forgiving: a bad line is skipped and reported, an unreadable file refused, and
     the other files go on.
     """
@@ -90,7 +90,7 @@ def read_sources(
             files.append((path, format_of(path, options)))
     report.files = len(files) + len(report.empty)
     if files and all(fmt is None for _, fmt in files):
-        raise MemctlError(
+        raise BadInput(
             f"nothing here is a log memctl reads ({len(files)} file(s)); formats: {', '.join(FORMATS)} "
             "(auto-detected, or forced with --format)"
         )

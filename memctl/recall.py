@@ -12,7 +12,7 @@ import re
 
 from sqlite_utils import Database
 
-from memctl.errors import MemctlError
+from memctl.errors import BadInput
 from memctl.store import in_chunks
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
@@ -22,7 +22,7 @@ def match_expression(query: str) -> str:
     """Any word may match; BM25 weighs the rarer ones. Quoted, so no FTS syntax leaks in."""
     words = _WORDS.findall(query.lower())
     if not words:
-        raise MemctlError(f"query {query!r} has no words to search for")
+        raise BadInput(f"query {query!r} has no words to search for")
     return " OR ".join(f'"{word}"' for word in dict.fromkeys(words))
 
 
@@ -89,7 +89,7 @@ def recall(
 ) -> list[dict]:
     """Best-matching facts valid at ``as_of`` (every valid time with ``history``)."""
     if limit < 1:
-        raise MemctlError(f"--limit must be at least 1, got {limit}")
+        raise BadInput(f"--limit must be at least 1, got {limit}")
     version, params = version_filter("f", known_at)
     where = f"facts_fts MATCH ? AND {version}"
     params = [match_expression(query), *params]

@@ -19,6 +19,7 @@ import pytest
 
 from memctl import times
 from memctl.extract import Request, Result
+from memctl.cli import exit_code
 from memctl.extract.llm import NO_KEY, LLMExtractor, LLMUnavailable, cache_key, make_client, parse_reply
 from memctl.extract.prompt import PROMPT_VERSION, RESPONSE_FORMAT, RESPONSE_SCHEMA
 from tests.fake_llm import API_KEY, FakeOpenAIServer, completion, episode_section
@@ -389,7 +390,7 @@ def test_a_rejected_key_raises_llm_unavailable_not_per_episode_failures(status):
 
     message = str(raised.value)
     assert "rejected the API key" in message and "OPENAI_API_KEY" in message and "\n" not in message
-    assert raised.value.exit_code == 1
+    assert exit_code(raised.value) == 1  # the CLI exits 1: the episodes stay pending
     assert sleeps == []  # no retrying a rejected key
     assert len(handler.bodies) <= 4  # the run stopped: no call after the first answer came back
 

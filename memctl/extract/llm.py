@@ -40,7 +40,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memctl import times
-from memctl.errors import MemctlError
+from memctl.errors import BadInput, LLMUnavailable
 from memctl.extract import Request, Result
 from memctl.extract.prompt import PROMPT_VERSION, RESPONSE_FORMAT, build_messages, correction_message
 from memctl.model import Assertion
@@ -50,17 +50,6 @@ DEFAULT_MAX_RETRIES = 4  # transport retries per call, so up to 5 attempts
 NO_KEY = "no-key"  # local servers (Ollama, llama.cpp) want some bearer token, not a real one
 
 Clock = Callable[[], datetime]
-
-
-class LLMUnavailable(MemctlError):
-    """The endpoint cannot be used at all (unreachable, key rejected, no such model).
-
-    Raised out of ``LLMExtractor.extract`` and ``make_client``: the caller keeps the
-    episodes pending and exits 1 with this one-line message.
-    """
-
-    def __init__(self, message: str):
-        super().__init__(" ".join(message.split()), exit_code=1)
 
 
 class ResponseCache(Protocol):
@@ -319,9 +308,9 @@ class LLMExtractor:
         max_backoff: float = 60.0,
     ):
         if not model or not model.strip():
-            raise MemctlError("no model given: pass --model or set MEMCTL_MODEL")
+            raise BadInput("no model given: pass --model or set MEMCTL_MODEL")
         if concurrency < 1:
-            raise MemctlError(f"--concurrency must be at least 1, got {concurrency}")
+            raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
         if max_retries < 0:
             raise ValueError("max_retries must not be negative")
         self.client = client

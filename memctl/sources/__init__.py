@@ -24,7 +24,7 @@ from pathlib import Path
 import jsonlines
 
 from memctl import times
-from memctl.errors import FileRefused, MemctlError
+from memctl.errors import BadInput, FileRefused, NotFound
 from memctl.model import Episode, content_hash
 
 # format name -> module under memctl.sources
@@ -85,12 +85,12 @@ class BadLine(str):
 
 
 def fallback_reference_time(path: Path, options: IngestOptions) -> tuple[str, str]:
-    """(time, source) for records without a time of their own; MemctlError if none."""
+    """(time, source) for records without a time of their own; BadInput if none."""
     if options.reference_time is not None:
         return options.reference_time, "user"
     if options.from_mtime:
         return times.epoch_to_storage(os.stat(path).st_mtime), "mtime"
-    raise MemctlError(
+    raise BadInput(
         f"{path}: no reference time for its records; pass --reference-time ISO "
         "(e.g. --reference-time 2025-03-01) or --from-mtime to date them by the file's modification time"
     )
@@ -112,7 +112,7 @@ class _NumberedLines:
 def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, object]]:
     """(line number, raw line, value) per non-blank line, streaming.
 
-    A bad line raises MemctlError when ``strict``; otherwise its value is a ``BadLine``
+    A bad line raises BadInput when ``strict``; otherwise its value is a ``BadLine``
     saying what is wrong, and reading goes on.
     """
     with open(path, "rb") as handle:
@@ -125,7 +125,7 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, o
                 return
             except jsonlines.InvalidLineError as error:
                 if strict:
-                    raise MemctlError(f"{path}:{error.lineno}: {error.args[0]}") from None
+                    raise BadInput(f"{path}:{error.lineno}: {error.args[0]}") from None
                 value = BadLine(error.args[0])
             raw = lines.text.decode("utf-8", errors="replace") if isinstance(lines.text, bytes) else lines.text
             yield lines.number, raw, value
@@ -141,7 +141,7 @@ def files_under(paths: list[Path]) -> list[Path]:
         elif path.is_file():
             found.setdefault(path.resolve(), None)
         else:
-            raise MemctlError(f"{path}: no such file or directory")
+            raise NotFound(f"{path}: no such file or directory")
     return list(found)
 
 
@@ -200,7 +200,7 @@ def format_of(path: Path, options: IngestOptions) -> str | None:
     if options.format == "auto":
         return detect_format(path)
     if options.format not in MODULES:
-        raise MemctlError(f"unknown format {options.format!r}; choose one of: auto, {', '.join(FORMATS)}")
+        raise BadInput(f"unknown format {options.format!r}; choose one of: auto, {', '.join(FORMATS)}")
     return options.format
 
 
@@ -236,7 +236,7 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
         else:
             try:
                 fallback = fallback or fallback_reference_time(path, options)
-            except MemctlError:
+            except BadInput:
                 yield Skipped(item.position, NO_TIME)
                 continue
             reference_time, reference_source = fallback

@@ -50,7 +50,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from dateutil import tz as dateutil_tz
 
 from memctl import times
-from memctl.errors import MemctlError
+from memctl.errors import BadInput
 from memctl.sources import IngestOptions, Skipped, Turn
 
 HEADER_PREFIX = "# aider chat started at"
@@ -68,7 +68,7 @@ def zone(name: str | None) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise MemctlError(
+        raise BadInput(
             f"unknown time zone {name!r}; give an IANA name such as --tz Europe/Oslo or --tz America/New_York"
         ) from None
 

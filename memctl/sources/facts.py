@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from memctl import times
-from memctl.errors import MemctlError
+from memctl.errors import BadInput
 from memctl.model import Assertion, Episode, content_hash
 from memctl.sources import IngestOptions, fallback_reference_time, read_jsonl
 
@@ -107,9 +107,9 @@ def _first_message(error: ValidationError) -> str:
     return f"{where.replace('.[', '[')}: {message}" if where else message
 
 
-def _error_line(path: Path, number: int, error: Exception) -> MemctlError:
+def _error_line(path: Path, number: int, error: Exception) -> BadInput:
     message = _first_message(error) if isinstance(error, ValidationError) else str(error)
-    return MemctlError(f"{path}:{number}: {message}")
+    return BadInput(f"{path}:{number}: {message}")
 
 
 def parse(path: Path, options: IngestOptions) -> Iterator[Episode]:
@@ -128,7 +128,7 @@ def parse(path: Path, options: IngestOptions) -> Iterator[Episode]:
                 _assertion(item, index, reference_time, line_extracted and times.to_storage(line_extracted.at))
                 for index, item in enumerate(line.facts)
             ]
-        except MemctlError:
+        except BadInput:
             raise
         except (ValidationError, ValueError) as error:
             raise _error_line(path, number, error) from None
