@@ -17,19 +17,31 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from memctl import names, recall as recall_module, repair, times
+from memctl import names, repair, times
+from memctl import recall as recall_module
 from memctl.errors import MemctlError
 from memctl.extract import Extractor, Request
 from memctl.extract.guard import guard
 from memctl.extract.llm import LLMUnavailable
-from memctl.model import Episode
 from memctl.ingest import BATCH_EPISODES, IngestReport, batches, read_sources
+from memctl.model import Episode
 from memctl.sources import IngestOptions
 from memctl.store import collector_paused, in_chunks
 from memctl.store.connection import Clock, open_database, system_clock, transaction_time, write_transaction
-from memctl.store.episodes import (Touched, expire_episodes, purge_episodes, replace_assertions, revert_retry,
-                                   revert_revisions, revert_undo, grown, longest_readings, sort_new, store_episodes,
-                                   touched_by)
+from memctl.store.episodes import (
+    Touched,
+    expire_episodes,
+    grown,
+    longest_readings,
+    purge_episodes,
+    replace_assertions,
+    revert_retry,
+    revert_revisions,
+    revert_undo,
+    sort_new,
+    store_episodes,
+    touched_by,
+)
 from memctl.store.facts import SlotChanges, current_facts, recompute_slots
 from memctl.store.naming import rename_entities
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
 from dateutil.parser import isoparse
@@ -22,7 +22,7 @@ _YEAR = re.compile(r"^\d{4}$")
 _MONTH = re.compile(r"^\d{4}-\d{2}$")
 _DAY = re.compile(r"^\d{4}-?\d{2}-?\d{2}$")
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class BadInstant(ValueError):
@@ -55,9 +55,9 @@ def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
             f"{what} {text!r} is not a valid ISO-8601 date ({reason}); example: {EXAMPLE}"
         ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     try:
-        at = parsed.astimezone(timezone.utc)
+        at = parsed.astimezone(UTC)
     except OverflowError:
         raise BadInstant(f"{what} {text!r} is out of range; example: {EXAMPLE}") from None
     if _YEAR.match(stripped):
@@ -75,7 +75,7 @@ def to_storage(at: datetime) -> str:
     """The one storage format: UTC, six fraction digits, trailing Z."""
     if at.tzinfo is None:
         raise ValueError("naive datetime reached storage; every instant must be aware")
-    utc = at.astimezone(timezone.utc)
+    utc = at.astimezone(UTC)
     # strftime does not zero-pad years below 1000 on every platform
     return (
         f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
@@ -100,7 +100,7 @@ def after(stored: str, micros: int = 1) -> str:
 
 
 def epoch_to_storage(seconds: float) -> str:
-    return to_storage(datetime.fromtimestamp(seconds, tz=timezone.utc))
+    return to_storage(datetime.fromtimestamp(seconds, tz=UTC))
 
 
 # Epoch magnitude -> unit. Seconds from 1e8 (1973-03-03) up to 1e11 (year 5138);

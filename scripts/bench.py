@@ -25,15 +25,15 @@ import sys
 import tempfile
 import time
 import unittest.mock
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
 from memctl.times import to_storage
 
-START = datetime(2022, 1, 1, tzinfo=timezone.utc)
-SPAN_S = int((datetime(2026, 1, 1, tzinfo=timezone.utc) - START).total_seconds())
+START = datetime(2022, 1, 1, tzinfo=UTC)
+SPAN_S = int((datetime(2026, 1, 1, tzinfo=UTC) - START).total_seconds())
 KINDS = {"person": 0.40, "service": 0.30, "team": 0.10, "database": 0.08, "city": 0.07, "role": 0.05}
 # predicate: (cardinality, subject kind, object kind, question)
 PREDICATES = {
@@ -185,7 +185,7 @@ def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float =
         def put(self, key, text):
             self[key] = text
 
-    now = datetime(2026, 11, 21, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 21, tzinfo=UTC)
     requests = [Request(f"ep_{n}", f"Service{n} uses Postgres since 3 March 2021. Service{n} uses Redis.",
                         to_storage(START + timedelta(days=n))) for n in range(episodes)]
     cache = Cache()

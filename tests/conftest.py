@@ -11,7 +11,6 @@ import pytest
 from memctl.cli import main
 from memctl.memory import Memory
 
-
 # Real session logs live beside the repository (../shared/realdata), never inside it.
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 needs_realdata = pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not beside this checkout")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -58,7 +58,7 @@ def test_known_at_answers_what_was_believed_before_a_later_ingest(cli, tmp_path)
     nyc = write_jsonl(tmp_path / "b.jsonl", [line("2024-02-01", fact("alice", "lives_in", "NYC"))])
     assert cli("ingest", austin).code == 0
     time.sleep(0.01)
-    between = datetime.now(timezone.utc).isoformat()
+    between = datetime.now(UTC).isoformat()
     time.sleep(0.01)
     assert cli("ingest", nyc).code == 0
     assert objects(cli("recall", "where does alice live", "--json")) == ["NYC"]
@@ -210,7 +210,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, db_path, tmp_path,
 
 def test_reference_time_fallbacks(cli, db_path, tmp_path):
     undated = write_jsonl(tmp_path / "u.jsonl", [{"facts": [fact("team", "uses", "Linear", cardinality="many")]}])
-    mtime = datetime(2023, 7, 4, 12, 0, tzinfo=timezone.utc).timestamp()
+    mtime = datetime(2023, 7, 4, 12, 0, tzinfo=UTC).timestamp()
     os.utime(undated, (mtime, mtime))
     preview = cli("ingest", undated, "--dry-run", "--json", "--reference-time", "2022-01-01T00:00:00+01:00")
     assert preview.code == 0

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 import traceback
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -49,7 +49,7 @@ def write_facts_file(path: Path, n: int, *, seed: int, tag: str) -> dict[str, in
     earlier explicit start or are retractions.
     """
     rng = random.Random(seed)
-    start = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2020, 1, 1, tzinfo=UTC)
 
     def iso(hours: int) -> str:
         return (start + timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -12,20 +12,20 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx2
 import pytest
 
 from memctl import times
-from memctl.extract import Request, Result
 from memctl.cli import exit_code
+from memctl.extract import Request, Result
 from memctl.extract.llm import NO_KEY, LLMExtractor, LLMUnavailable, cache_key, make_client, parse_reply
 from memctl.extract.prompt import PROMPT_VERSION, RESPONSE_FORMAT, RESPONSE_SCHEMA
 from tests.fake_llm import API_KEY, FakeOpenAIServer, completion, episode_section
 
 REF = "2024-03-05T10:00:00.000000Z"
-NOW = datetime(2026, 1, 15, 12, 34, 56, tzinfo=timezone.utc)  # the extractor's clock
+NOW = datetime(2026, 1, 15, 12, 34, 56, tzinfo=UTC)  # the extractor's clock
 TODAY_MIDNIGHT = "2026-01-15T00:00:00.000000Z"
 
 

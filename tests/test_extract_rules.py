@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memctl import times
 from memctl.extract import Request
@@ -170,7 +171,7 @@ RELATIVE = ["today", "yesterday", "last week", "last month", "last year", "in Ja
 
 @settings(max_examples=200, deadline=None)
 @given(reference=st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2099, 12, 31),
-                              timezones=st.just(timezone.utc)),
+                              timezones=st.just(UTC)),
        phrase=st.sampled_from(RELATIVE))
 def test_a_relative_date_is_never_after_the_reference_time(reference, phrase):
     stored = times.to_storage(reference)
@@ -313,7 +314,7 @@ def test_a_fact_said_twice_in_an_episode_is_one_assertion():
 
 def test_the_date_guard_has_nothing_to_correct():
     """Rules never invent a date: the guard (DESIGN §3) leaves every assertion as it is."""
-    for a in extract_text(ALL_TEXT, REF, times.to_storage(datetime(2024, 3, 15, tzinfo=timezone.utc))):
+    for a in extract_text(ALL_TEXT, REF, times.to_storage(datetime(2024, 3, 15, tzinfo=UTC))):
         assert guard(a, ALL_TEXT, REF) == (a, [])
 
 

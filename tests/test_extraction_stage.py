@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from memctl import times
 from memctl.extract import Request, Result
 from memctl.memory import Memory
@@ -99,12 +101,12 @@ def _chat_file(tmp_path):
 
 
 def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(cli, db_path, tmp_path, monkeypatch):
-    from datetime import datetime, timezone
     import sqlite3
+    from datetime import datetime
 
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
-    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+    with FakeOpenAIServer(datetime.now(UTC)) as server:
         _local_llm(monkeypatch, server, API_KEY)
         run = cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-adversarial", "--json")
         lied = server.dates_answered // 2
@@ -114,7 +116,7 @@ def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(c
     assert report["guard_changes"] >= lied > 0
     with sqlite3.connect(db_path) as conn:
         rows = dict(conn.execute("SELECT fact, valid_at FROM assertions").fetchall())
-    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
     assert not [v for v in rows.values() if v.startswith(today)]  # zero invented today-midnights
     stated = {"Alice lives in Oslo since 20 June 2022.": "2022-06-20T00:00:00.000000Z",
               "Billing uses Postgres since 3 March 2021.": "2021-03-03T00:00:00.000000Z",
@@ -124,13 +126,13 @@ def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(c
 
 
 def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tmp_path, monkeypatch):
-    from datetime import datetime, timezone
     import sqlite3
+    from datetime import datetime
 
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     chat = _chat_file(tmp_path)
-    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+    with FakeOpenAIServer(datetime.now(UTC)) as server:
         _local_llm(monkeypatch, server, "wrong-key")
         refused = cli("ingest", chat, "--extractor", "llm", "--model", "fake-normal")
         assert refused.code == 1 and "pending" in refused.err
@@ -160,11 +162,11 @@ def test_auto_says_once_that_it_falls_back_to_rules_and_only_when_it_has_work(cl
 
 
 def test_retry_of_unchanged_input_costs_no_call(cli, db_path, tmp_path, monkeypatch):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
-    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+    with FakeOpenAIServer(datetime.now(UTC)) as server:
         _local_llm(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal").code == 0
         calls = server.calls
@@ -178,12 +180,12 @@ def test_retry_of_unchanged_input_costs_no_call(cli, db_path, tmp_path, monkeypa
 
 def test_purge_erases_the_cached_model_replies_of_the_episode(cli, db_path, tmp_path, monkeypatch):
     """What a model made of the text is a copy of it: undo --purge takes it too, and only it."""
-    from datetime import datetime, timezone
     import sqlite3
+    from datetime import datetime
 
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
-    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+    with FakeOpenAIServer(datetime.now(UTC)) as server:
         _local_llm(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal").code == 0
     episodes = [e["id"] for e in cli("episodes", "--json").json()]
@@ -199,11 +201,11 @@ def test_purge_erases_the_cached_model_replies_of_the_episode(cli, db_path, tmp_
 
 def test_retry_dry_run_pays_for_the_calls_once(cli, db_path, tmp_path, monkeypatch):
     """A preview extracts for real; the swap after it is answered from the cache."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
-    with FakeOpenAIServer(datetime.now(timezone.utc)) as server:
+    with FakeOpenAIServer(datetime.now(UTC)) as server:
         _local_llm(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "rules").code == 0
         facts_before = cli("recall", "uses", "--json").json()["results"]

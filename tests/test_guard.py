@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memctl import times
 from memctl.extract.guard import guard, stated_days
@@ -82,13 +83,13 @@ def test_a_retraction_with_an_invented_end_ends_at_the_episode():
 
 
 days = st.integers(min_value=0, max_value=3000).map(
-    lambda n: datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(days=n))
+    lambda n: datetime(2020, 1, 1, tzinfo=UTC) + timedelta(days=n))
 
 
 @given(days, days, st.booleans(), st.booleans(), st.integers(0, 86399))
 def test_no_unstated_invented_date_survives_and_the_guard_is_idempotent(reference_day, valid_day, midnight,
                                                                         stated, seconds):
-    extracted = times.to_storage(datetime(2026, 11, 21, 15, tzinfo=timezone.utc))
+    extracted = times.to_storage(datetime(2026, 11, 21, 15, tzinfo=UTC))
     reference = times.to_storage(reference_day + timedelta(seconds=seconds))
     valid = times.to_storage(valid_day if midnight else valid_day + timedelta(seconds=seconds, microseconds=7))
     text = f"Billing uses Postgres since {valid[:10]}." if stated else "Billing uses Postgres."

@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tests.conftest import REALDATA, needs_realdata, write_jsonl
 
@@ -57,7 +57,7 @@ def test_mtime_is_used_only_with_from_mtime_and_never_over_a_record_time(cli, db
         {"role": "user", "content": "which db?", "timestamp": "2024-05-01T10:00:00Z"},
         {"role": "assistant", "content": "Postgres.", "timestamp": "2024-05-01T10:00:05Z"},
     ])
-    mtime = datetime(2023, 7, 4, 12, 0, tzinfo=timezone.utc).timestamp()
+    mtime = datetime(2023, 7, 4, 12, 0, tzinfo=UTC).timestamp()
     for path in (note, chat):
         os.utime(path, (mtime, mtime))
     refused = cli("ingest", note, chat, "--json")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from tests.conftest import write_jsonl
 
@@ -19,7 +19,7 @@ def iso(at: datetime) -> str:
 def legacy_dataset(path) -> dict:
     """264 historical episodes, 1,384 assertions, damaged like the report in DESIGN §3."""
     rng = random.Random(1384)
-    references = [datetime(2023, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=rng.randrange(700 * 24 * 60),
+    references = [datetime(2023, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randrange(700 * 24 * 60),
                                                                        seconds=rng.randrange(1, 59))
                   for _ in range(264)]
     kinds = (["invented_start"] * 771 + ["invented_end"] * 100 + ["microsecond_end"] * 60

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memctl.resolve import SlotAssertion, resolve_slot, slot_cardinality, start_move_is_inert
 

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from memctl import times
 from memctl.errors import MemctlError
 from memctl.model import Episode
-from memctl import times
-from memctl.sources import MAX_EPISODE_CHARS, NO_TIME, IngestOptions, Skipped, detect_format, parse
-from memctl.sources import aider, chat_jsonl, notes
+from memctl.sources import MAX_EPISODE_CHARS, NO_TIME, IngestOptions, Skipped, aider, chat_jsonl, detect_format, notes, parse
 from tests.conftest import REALDATA, needs_realdata, write_jsonl
 
 AIDER_DIR = REALDATA / "AndrewJacop-doc_processor"

@@ -79,7 +79,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from dateutil.relativedelta import relativedelta
 from pydantic import ValidationError
@@ -269,7 +269,7 @@ class _NoDate(ValueError):
 
 
 def _day(year: int, month: int, day: int) -> datetime:
-    return datetime(year, month, day, tzinfo=timezone.utc)
+    return datetime(year, month, day, tzinfo=UTC)
 
 
 def _resolve(kind: str, match: re.Match, reference: datetime) -> tuple[datetime, str, str]:
@@ -364,8 +364,8 @@ _GENERIC_OBJECTS = {"support", "stuff", "thing", "things", "lot", "lots", "bit",
                     "tool", "tools", "option", "options", "method", "feature", "features", "code", "data", "file",
                     "files", "time", "default", "defaults", "version", "solution", "fix", "case", "example",
                     "pattern", "logic", "syntax", "flag", "parameter", "value", "values", "function", "functions",
-                    "variable", "approach", "format", "component", "property", "properties", "library", "api",
-                    "method", "methods", "path", "paths", "name", "names", "tag", "tags", "it"}
+                    "variable", "format", "component", "property", "properties", "library", "api",
+                    "methods", "path", "paths", "name", "names", "tag", "tags", "it"}
 _ARTICLES = {"the", "a", "an"}
 _TIME_WORDS = set(_MONTH_NUMBER) | {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
                                     "today", "tomorrow", "yesterday", "tonight", "morning", "afternoon", "evening",

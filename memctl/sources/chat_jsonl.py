@@ -34,7 +34,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memctl import times
@@ -60,7 +60,7 @@ def _iso_to_storage(text: str) -> str:
         at = datetime.fromisoformat(text)
     except ValueError:  # shapes only dateutil reads ("2024", 9-digit fractions...), or garbage
         return times.normalize_instant(text, what="time")
-    return times.to_storage(at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc))
+    return times.to_storage(at if at.tzinfo is not None else at.replace(tzinfo=UTC))
 
 
 def time_to_storage(value: object) -> str:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from sqlite_utils import Database
 
-from memctl.store import in_chunks
 from memctl.resolve import ResolvedFact, SlotAssertion, resolve_slot, slot_cardinality
+from memctl.store import in_chunks
 
 Slot = tuple[int, str]  # (subject_id, predicate_key)
 Value = tuple[int, str, int]  # (subject_id, predicate_key, object_id)
