@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memctl.errors import FileRefused, LLMUnavailable, MemctlError
+from memctl.errors import BadInput, FileRefused, LLMUnavailable, MemctlError, NotFound, NothingToExtract
 
 TIME_HELP = "ISO-8601 date or datetime; a bare date is 00:00:00Z, a datetime without offset is UTC."
 
@@ -47,7 +47,10 @@ def _memory(*, must_exist: bool = True):
     from memctl.memory import Memory
     from memctl.store.connection import default_path
 
-    return Memory.open(State.db_path or default_path(), must_exist=must_exist)
+    path = State.db_path or default_path()
+    if must_exist and not Path(path).exists():
+        raise NotFound(f"no memory at {path} yet; run 'memctl ingest' first (or pass --db)")
+    return Memory.open(path)
 
 
 def _instant(value: str | None, option: str) -> str | None:
@@ -58,10 +61,15 @@ def _instant(value: str | None, option: str) -> str | None:
     try:
         return times.normalize_instant(value, what=option)
     except times.BadInstant as error:
-        raise MemctlError(str(error)) from None
+        raise BadInput(str(error)) from None
 
 
 def _print_json(data) -> None:
+    """``data``: a result record, or a list of them."""
+    if isinstance(data, list):
+        data = [item.to_json() for item in data]
+    elif not isinstance(data, dict):
+        data = data.to_json()
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -135,8 +143,6 @@ def ingest(
         return
     memory = _memory(must_exist=False)
     report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency))
-    from dataclasses import asdict
-
     for line in report.malformed[:20] + report.refused:
         typer.echo(f"memctl: skipped: {line}", err=True)
     if report.llm_unavailable:
@@ -145,44 +151,20 @@ def ingest(
     if len(report.malformed) > 20:
         typer.echo(f"memctl: skipped: … and {len(report.malformed) - 20} more malformed records", err=True)
     if as_json:
-        _print_json({**asdict(report), "partial": report.partial})
+        _print_json(report)
     else:
         _console().print(_ingest_table(report))
     if report.partial:
         raise typer.Exit(1)
 
 
-class _SaidOnce:
-    """The fallback rules extractor, saying so on stderr the first time it has work."""
-
-    def __init__(self, extractor):
-        self.extractor = extractor
-        self.name = extractor.name
-        self.said = False
-
-    def extract(self, requests):
-        if requests and not self.said:
-            self.said = True
-            typer.echo("memctl: no LLM configured (OPENAI_API_KEY or OPENAI_BASE_URL); "
-                       "extracting with the offline rules extractor", err=True)
-        return self.extractor.extract(requests)
-
-
 def _extractor(memory, choice: str, model: str | None, concurrency: int):
     """The extractor ``--extractor`` names; ``auto`` says on stderr when it falls back to rules."""
-    from memctl.extract import llm
-
-    if choice not in ("auto", "llm", "rules"):
-        raise MemctlError(f"--extractor must be auto, llm or rules, got {choice!r}")
-    if choice == "rules" or (choice == "auto" and not llm.llm_configured()):
-        from memctl.extract.rules import RulesExtractor
-
-        rules = RulesExtractor(memory.clock)
-        return _SaidOnce(rules) if choice == "auto" else rules
+    from memctl.extract import build_extractor
     from memctl.store.cache import ResponseCache
 
-    return llm.LLMExtractor(llm.make_client(), model or os.environ.get("MEMCTL_MODEL", ""), memory.clock,
-                            ResponseCache(memory.db, memory.now), concurrency=concurrency)
+    return build_extractor(choice, clock=memory.clock, cache=ResponseCache(memory.db, memory.now), model=model,
+                           concurrency=concurrency, notice=lambda message: typer.echo(f"memctl: {message}", err=True))
 
 
 def _ingest_with_progress(memory, paths: list[Path], options, extractor):
@@ -250,12 +232,12 @@ def recall(
     if as_json:
         _print_json(result)
         return
-    title = f"as of {_day(result['as_of'])}" + (f", as known at {_day(result['known_at'])}" if result["known_at"] else "")
+    title = f"as of {_day(result.as_of)}" + (f", as known at {_day(result.known_at)}" if result.known_at else "")
     _console().print(_table(title, ["fact", "valid from", "until", "status", "episodes"], [
-        [r["fact"], _day(r["valid_at"]), _day(r["invalid_at"]), r["status"], " ".join(r["episodes"])]
-        for r in result["results"]
+        [r.fact, _day(r.valid_at), _day(r.invalid_at), r.status, " ".join(r.episodes or [])]
+        for r in result.results
     ]))
-    if not result["results"]:
+    if not result.results:
         typer.echo("no matching facts", err=True)
 
 
@@ -273,37 +255,44 @@ def undo(
     Shows the plan (facts removed, facts re-opened) unless --apply is given.
     Example: memctl undo ep_7f3a2c --apply
     """
-    plan = _memory().undo(targets or [], source=source, apply=apply, purge=purge)
+    if not targets and source is None:
+        raise BadInput("name at least one episode or operation to undo, or --source PATH")
+    try:
+        plan = _memory().undo(targets or [], source=source, apply=apply, purge=purge)
+    except NotFound as error:
+        raise NotFound(f"{error}; 'memctl episodes' lists them") from None
     if as_json:
         _print_json(plan)
         return
     console = _console()
-    kind = next((k for k in ("repair", "retry", "undo") if k in plan), None)
-    reverted = plan.get("revisions_reverted", [])
-    what = (f"the {kind} {plan[kind]}" if kind else f"{len(plan['episodes'])} episode(s)"
+    kind = None if plan.kind == "episodes" else plan.kind
+    reverted = plan.revisions_reverted
+    what = (f"the {kind} {plan.target}" if kind else f"{len(plan.episodes)} episode(s)"
             + (f" and {len(reverted)} grown reading(s)" if reverted else ""))
-    if plan["already_undone"] and kind:
+    if plan.already_undone and kind:
         console.print(f"nothing to undo: {what} was already undone")
         return
-    if kind in ("retry", "undo") and not plan["episodes"]:
-        console.print(f"nothing to undo: every episode of {what} changed since: {', '.join(plan['changed_since'])}")
+    if kind in ("retry", "undo") and not plan.episodes:
+        console.print(f"nothing to undo: every episode of {what} changed since: {', '.join(plan.changed_since)}")
         return
-    if not kind and not plan["episodes"] and not reverted:
-        console.print(f"nothing to undo: {len(plan['already_undone'])} episode(s) already undone")
+    if not kind and not plan.episodes and not reverted:
+        console.print(f"nothing to undo: {len(plan.already_undone)} episode(s) already undone")
         return
-    verb = "Purged" if plan["purge"] else "Undid"
-    title = (f"{verb} {what}, operation {plan['operation_id']}" if plan["applied"]
+    verb = "Purged" if plan.purge else "Undid"
+    title = (f"{verb} {what}, operation {plan.operation_id}" if plan.applied
              else f"Plan for undoing {what} (nothing changed; pass --apply)")
-    console.print(_effects_table(title, plan))
-    if plan.get("changed_since"):
-        console.print(f"left as they are, changed since the {kind}: {', '.join(plan['changed_since'])}")
+    console.print(_effects_table(title, plan.effects))
+    if plan.changed_since:
+        console.print(f"left as they are, changed since the {kind}: {', '.join(plan.changed_since)}")
 
 
-def _effects_table(title: str, plan: dict):
+def _effects_table(title: str, effects):
     """What a change does to the current facts, as undo and retry report it."""
-    rows = [[effect, row["fact"], f"{_day(row['valid_at'])} → {_day(row.get('invalid_at_before', row['invalid_at']))}",
-             f"→ {_day(row['invalid_at'])}" if effect != "removed" else ""]
-            for effect in ("removed", "reopened", "changed", "added") for row in plan[effect]]
+    from memctl.results import EFFECTS
+
+    rows = [[effect, row.fact, f"{_day(row.valid_at)} → {_day(row.invalid_at_before if row.compared else row.invalid_at)}",
+             f"→ {_day(row.invalid_at)}" if effect != "removed" else ""]
+            for effect in EFFECTS for row in getattr(effects, effect)]
     return _table(title, ["effect", "fact", "valid", "now ends"], rows)
 
 
@@ -326,7 +315,7 @@ def retry(
     Example: memctl retry --failed --model gpt-4o-mini --dry-run
     """
     if not targets and not failed:
-        raise MemctlError("name episodes to retry, or pass --failed")
+        raise BadInput("name episodes to retry, or pass --failed")
     memory = _memory()
     result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency), failed=failed,
                           dry_run=dry_run)
@@ -334,12 +323,13 @@ def retry(
         _print_json(result)
         return
     console = _console()
-    effects = ("removed", "reopened", "changed", "added")
+    from memctl.results import EFFECTS
+
     console.print(_table("Retry", ["", ""], [[k.replace("_", " "), len(v) if isinstance(v, list) else v]
-                                             for k, v in result.items() if k not in effects]))
-    if any(result[effect] for effect in effects):
-        console.print(_effects_table("Done" if result["applied"] else "Plan (nothing changed; run without --dry-run)",
-                                     result))
+                                             for k, v in result.to_json().items() if k not in EFFECTS]))
+    if result.effects.any():
+        console.print(_effects_table("Done" if result.applied else "Plan (nothing changed; run without --dry-run)",
+                                     result.effects))
 
 
 repair_app = typer.Typer(help="Fix damage in what is stored, previewed first and undoable.", no_args_is_help=True)
@@ -360,18 +350,17 @@ def repair_midnight_hallucinations(
     """
     result = _memory().repair_midnights(apply=apply)
     if as_json:
-        _print_json({k: result[k] for k in ("valid_at_fixed", "invalid_at_cleared", "skipped", "applied",
-                                            "operation_id")})
+        _print_json({k: v for k, v in result.to_json().items() if k != "sample"})
         return
     console = _console()
     console.print(_table("Sample of the changes", ["fact", "date", "old → new", "episode time"], [
-        [fix["fact"], fix["column"], f"{_day(fix['old'])} → {_day(fix['new']) if fix['new'] else 'none'}",
-         _day(fix["reference_time"])] for fix in result["sample"]
+        [fix.fact, fix.column, f"{_day(fix.old)} → {_day(fix.new) if fix.new else 'none'}",
+         _day(fix.reference_time)] for fix in result.sample
     ]))
-    totals = [["valid_at fixed", result["valid_at_fixed"]], ["invalid_at cleared", result["invalid_at_cleared"]]]
-    totals += [[f"skipped: {reason}", n] for reason, n in result["skipped"].items()]
-    totals.append(["applied", f"yes, operation {result['operation_id']} (memctl undo {result['operation_id']})"
-                   if result["applied"] else "no: pass --apply"])
+    totals = [["valid_at fixed", result.valid_at_fixed], ["invalid_at cleared", result.invalid_at_cleared]]
+    totals += [[f"skipped: {reason}", n] for reason, n in result.skipped.items()]
+    totals.append(["applied", f"yes, operation {result.operation_id} (memctl undo {result.operation_id})"
+                   if result.applied else "no: pass --apply"])
     console.print(_table("Repair midnight-hallucinations", ["", ""], totals))
 
 
@@ -387,13 +376,13 @@ def episodes(
     Example: memctl episodes --status active --limit 20
     """
     if status not in (None, "active", "undone"):
-        raise MemctlError(f"--status must be active or undone, got {status!r}")
+        raise BadInput(f"--status must be active or undone, got {status!r}")
     rows = _memory().episodes(source=source, status=status, limit=limit)
     if as_json:
         _print_json(rows)
         return
     _console().print(_table(None, ["episode", "reference time", "from", "source:position", "status"], [
-        [r["id"], _day(r["reference_time"]), r["reference_time_source"], f"{Path(r['source']).name}:{r['position']}", r["status"]]
+        [r.id, _day(r.reference_time), r.reference_time_source, f"{Path(r.source).name}:{r.position}", r.status]
         for r in rows
     ]))
 
@@ -412,14 +401,13 @@ def show(
         _print_json(data)
         return
     console = _console()
-    console.print(f"[bold]{data['id']}[/bold] {data['status']}  {data['source']}:{data['position']}")
-    console.print(f"reference time {data['reference_time']} (from {data['reference_time_source']})\n")
-    console.print(data["content"], markup=False, highlight=False)
+    console.print(f"[bold]{data.id}[/bold] {data.status}  {data.source}:{data.position}")
+    console.print(f"reference time {data.reference_time} (from {data.reference_time_source})\n")
+    console.print(data.content, markup=False, highlight=False)
     # An assertion stops being active when its episode is undone or a retry replaces it.
     console.print(_table("Assertions", ["fact", "valid from", "until", "active"], [
-        [a["fact"], _day(a["valid_at"]), _day(a["invalid_at"]),
-         "yes" if a["expired_at"] is None else f"no, since {_day(a['expired_at'])}"]
-        for a in data["assertions"]
+        [a.fact, _day(a.valid_at), _day(a.invalid_at), "yes" if a.expired_at is None else f"no, since {_day(a.expired_at)}"]
+        for a in data.assertions
     ]))
 
 
@@ -432,13 +420,16 @@ def history_command(
 
     Example: memctl history billing
     """
-    data = _memory().history(entity)
+    try:
+        data = _memory().history(entity)
+    except NotFound as error:
+        raise NotFound(f"{error}; try 'memctl recall {entity}'") from None
     if as_json:
         _print_json(data)
         return
-    _console().print(_table(data["entity"], ["predicate", "value", "valid from", "until", "status"], [
-        [slot["predicate"], f["object"], _day(f["valid_at"]), _day(f["invalid_at"]), f["status"]]
-        for slot in data["slots"] for f in slot["facts"]
+    _console().print(_table(data.entity, ["predicate", "value", "valid from", "until", "status"], [
+        [slot.predicate, f.object, _day(f.valid_at), _day(f.invalid_at), f.status]
+        for slot in data.slots for f in slot.facts
     ]))
 
 
@@ -452,7 +443,7 @@ def stats(as_json: JsonOption = False) -> None:
     if as_json:
         _print_json(data)
         return
-    _console().print(_table("memctl", ["", ""], [[k.replace("_", " "), v] for k, v in data.items()]))
+    _console().print(_table("memctl", ["", ""], [[k.replace("_", " "), v] for k, v in data.to_json().items()]))
 
 
 @app.command()
@@ -465,8 +456,8 @@ def rebuild(as_json: JsonOption = False) -> None:
     if as_json:
         _print_json(data)
         return
-    _console().print(f"{data['slots']} slots recomputed: {data['facts_created']} fact versions created, "
-                     f"{data['facts_expired']} expired")
+    _console().print(f"{data.slots} slots recomputed: {data.facts_created} fact versions created, "
+                     f"{data.facts_expired} expired")
 
 
 @app.command()
@@ -480,7 +471,7 @@ def operations(as_json: JsonOption = False) -> None:
         _print_json(rows)
         return
     _console().print(_table(None, ["operation", "kind", "at", "status", "counts"], [
-        [r["id"], r["kind"], _day(r["at"]), r["status"], ", ".join(f"{k} {v}" for k, v in r["counts"].items())]
+        [r.id, r.kind, _day(r.at), r.status, ", ".join(f"{k} {v}" for k, v in r.counts.items())]
         for r in rows
     ]))
 
@@ -494,6 +485,15 @@ def exit_code(error: MemctlError) -> int:
     return next(code for kind, code in EXIT_CODES if isinstance(error, kind))
 
 
+def message(error: MemctlError) -> str:
+    """The error in the command line's words: an argument at fault is named by its flag."""
+    if isinstance(error, NothingToExtract):
+        return str(NothingToExtract(error.episode_id, how="--format facts"))
+    if isinstance(error, BadInput) and error.parameter:
+        return f"--{error.parameter.replace('_', '-')} {error.problem}"
+    return str(error)
+
+
 def main() -> None:
     from typer.exceptions import TyperException
 
@@ -501,7 +501,7 @@ def main() -> None:
         # Without standalone mode, typer.Exit(n) comes back as the return value.
         code = app(standalone_mode=False)
     except MemctlError as error:
-        typer.echo(f"memctl: error: {error}", err=True)
+        typer.echo(f"memctl: error: {message(error)}", err=True)
         sys.exit(exit_code(error))
     except TyperException as error:  # usage errors: unknown command, missing argument, bad option
         typer.echo(f"memctl: error: {error.format_message()}", err=True)

@@ -13,7 +13,26 @@ class MemctlError(Exception):
 
 
 class BadInput(MemctlError):
-    """Input that is not what it claims to be: a date, a query, a structured file."""
+    """Input that is not what it claims to be: a date, a query, a structured file.
+
+    When one argument is at fault, ``parameter`` names it (as the library spells it:
+    ``limit``) and ``problem`` says what is wrong with it, so that the command line can
+    name its own flag (``--limit``) instead.
+    """
+
+    def __init__(self, message: str, *, parameter: str | None = None):
+        self.parameter = parameter
+        self.problem = message
+        super().__init__(f"{parameter} {message}" if parameter else message)
+
+
+class NothingToExtract(BadInput):
+    """A retry of an episode that came with its assertions (a structured facts import)."""
+
+    def __init__(self, episode_id: str, *, how: str = "a structured facts file"):
+        self.episode_id = episode_id
+        super().__init__(f"{episode_id} came with its assertions ({how}): nothing to re-extract; "
+                         "correct the file, undo the episode and ingest it again")
 
 
 class NotFound(MemctlError):

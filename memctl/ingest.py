@@ -1,75 +1,93 @@
-"""Reading the sources of an ingest: files in, episodes out, and the report of what
-was read, skipped and refused. ``Memory.ingest`` stores what this yields.
+"""Ingest: files in, episodes and their assertions stored, and the report of what was
+read, skipped, refused and stored.
+
+Episodes are stored in batches, one write transaction each: a crash keeps every
+episode fully in or fully out, and running the same command again finishes the job.
+The whole ingest is one operation in the journal, running until its last batch.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
+from sqlite_utils import Database
+
 from memctl.errors import BadInput, FileRefused
+from memctl.extract import Extractor
 from memctl.model import Episode
+from memctl.results import IngestReport
 from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, files_under, format_of, parse
+from memctl.store import BATCH_EPISODES, batches
+from memctl.store import operations as journal
+from memctl.store.connection import Clock, transaction_time, write_transaction
+from memctl.store.episodes import recompute, sort_new, store_episodes
 
-# A batch of whole episodes is one transaction. Each batch re-resolves every slot it
-# touches from all of that slot's assertions, so bigger batches are much cheaper for a
-# fast source (100k assertions: 3.7k/s at 500 episodes, 6.2k/s at 5,000); the age bound
-# keeps a slow source (an LLM) committing every few seconds, so a crash loses little.
-BATCH_EPISODES = 5000
-BATCH_SECONDS = 2.0
-@dataclass
-class IngestReport:
-    files: int = 0
-    formats: dict[str, int] = field(default_factory=dict)  # files read, by format
-    unrecognised: list[str] = field(default_factory=list)  # files that are no log memctl reads
-    empty: list[str] = field(default_factory=list)  # files with nothing in them (a session that never started)
-    episodes: int = 0
-    added: int = 0
-    reactivated: int = 0
-    revised: int = 0  # stored before, read again with more content (a session still being written)
-    already_present: int = 0
-    assertions: int = 0
-    facts_created: int = 0
-    facts_expired: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)  # records that gave no episode, by reason
-    malformed: list[str] = field(default_factory=list)  # "file:line: reason", bad input skipped
-    refused: list[str] = field(default_factory=list)  # files (or their turns) left out whole, and why
-    redactions: int = 0
-    left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted
-    aider_zone: str | None = None  # the zone Aider's naive local times were read in
-    extractor: str | None = None  # what extracted assertions from episode text
-    extraction_calls: int = 0  # model calls, retries included
-    cache_hits: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    extraction_failures: int = 0
-    guard_changes: int = 0  # invented dates the date guard replaced or dropped
-    extracted_pending: int = 0  # episodes stored earlier as pending, extracted by this run
-    llm_unavailable: str | None = None  # why the LLM could not be used; the rest wait as pending
-    operation_id: str | None = None
-    time_range: list[str | None] = field(default_factory=lambda: [None, None])
+# What an ingest's journal row counts, kept up to date batch by batch.
+COUNTED = ("added", "reactivated", "revised", "assertions", "facts_created", "facts_expired")
 
-    @property
-    def partial(self) -> bool:
-        """Something was refused or unreadable, and the rest was kept: exit code 1."""
-        return bool(self.refused or self.malformed or self.llm_unavailable)
 
-    def count(self, episode: Episode) -> None:
-        self.episodes += 1
-        self.redactions += episode.redactions
-        for kind, number in episode.left_out.items():
-            self.left_out[kind] = self.left_out.get(kind, 0) + number
-        low, high = self.time_range
-        self.time_range = [min(low or episode.reference_time, episode.reference_time),
-                           max(high or episode.reference_time, episode.reference_time)]
+def ingest(db: Database, clock: Clock, paths: list[Path], options: IngestOptions, *,
+           extractor: Extractor | None = None, batch_size: int = BATCH_EPISODES,
+           on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
+    """Ingest files and directories; see ``read_sources`` for what is skipped or refused.
 
-    def skip(self, path: Path, item: Skipped) -> None:
-        self.skipped[item.reason] = self.skipped.get(item.reason, 0) + 1
-        if item.malformed:
-            self.malformed.append(f"{path}:{item.position}: {item.reason}")
+    Episodes that come without assertions (session logs, notes) go through
+    ``extractor`` and the date guard; without one they are stored as they are, pending.
+    """
+    from memctl.extract.stage import extracted
 
+    report = IngestReport(extractor=extractor.name if extractor else None)
+    command = {"paths": [str(p) for p in paths], **asdict(options), "extractor": report.extractor}
+    episodes = read_sources(paths, options, report, on_file)
+    if extractor is not None:
+        episodes = extracted(db, episodes, extractor, report)
+    return store_in_batches(db, clock, episodes, command=command, batch_size=batch_size, report=report)
+
+
+def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *, command: dict | None = None,
+                     batch_size: int = BATCH_EPISODES, report: IngestReport | None = None) -> IngestReport:
+    """Store episodes (their assertions already made) as one ingest operation."""
+    report = report or IngestReport()
+    entry = None
+    try:
+        for batch in batches(episodes, batch_size):
+            for episode in batch:
+                report.count(episode)
+            with write_transaction(db):
+                at = transaction_time(db, clock)
+                added = sort_new(db, batch)
+                report.already_present += len(added.already_present)
+                report.extracted_pending += len(added.extracted)
+                if not added.to_store:
+                    continue
+                entry = entry or journal.record(db, "ingest", at, command or {}, "running")
+                store_episodes(db, added, at, entry.id)
+                changes = recompute(db, at, added.touched)
+                report.added += len(added.added)
+                report.reactivated += len(added.reactivated)
+                report.revised += len(added.revised)
+                report.assertions += added.assertions
+                report.facts_created += len(changes.inserted)
+                report.facts_expired += len(changes.expired)
+                entry.counts = {name: getattr(report, name) for name in COUNTED}
+                journal.save_counts(db, entry)
+    except BaseException:
+        # Committed batches stay (each holds whole episodes); say the rest never came.
+        if entry is not None:
+            _finish(db, clock, entry.id, "interrupted")
+        raise
+    if entry is not None:
+        report.operation_id = entry.id
+        _finish(db, clock, entry.id, "done")
+    return report
+
+
+def _finish(db: Database, clock: Clock, operation_id: str, status: str) -> None:
+    with write_transaction(db):
+        journal.finish(db, operation_id, status, transaction_time(db, clock))
 
 def read_sources(
     paths: list[Path], options: IngestOptions, report: IngestReport,
@@ -150,15 +168,3 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
                    "reference_time_source": None, "chars": 0, "skipped_reason": str(error)}
 
 
-def batches(items: Iterable[Episode], size: int, seconds: float = BATCH_SECONDS) -> Iterator[list[Episode]]:
-    batch: list[Episode] = []
-    started = time.monotonic()
-    for item in items:
-        if not batch:
-            started = time.monotonic()
-        batch.append(item)
-        if len(batch) >= size or time.monotonic() - started >= seconds:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -254,10 +254,10 @@ def repair_benchmark(total: int = 1_000_000, affected: int = 100_000) -> dict:
         log("repair: dry run")
         dry_s = timed(lambda: memory.repair_midnights())
         log("repair: --apply")
-        result = {}
-        apply_s = timed(lambda: result.update(memory.repair_midnights(apply=True)))
+        repaired = []
+        apply_s = timed(lambda: repaired.append(memory.repair_midnights(apply=True)))
         log("undo of the repair")
-        undo_s = timed(lambda: memory.undo([result["operation_id"]], apply=True))
+        undo_s = timed(lambda: memory.undo([repaired[0].operation_id], apply=True))
         # Most of these moves stay inside the fact they support, so their slots are not
         # re-resolved (resolve.start_move_is_inert). Without that, every moved value is:
         log("repair: --apply again, judging no move inert")
@@ -266,7 +266,7 @@ def repair_benchmark(total: int = 1_000_000, affected: int = 100_000) -> dict:
         memory.close()
     return {"repair_assertions": total, "repair_affected": affected, "repair_dry_run_s": round(dry_s, 2),
             "repair_apply_s": round(apply_s, 2), "repair_undo_s": round(undo_s, 2),
-            "repair_apply_no_inert_moves_s": round(no_inert_s, 2), "repair_fixed": result["valid_at_fixed"],
+            "repair_apply_no_inert_moves_s": round(no_inert_s, 2), "repair_fixed": repaired[0].valid_at_fixed,
             "repair_targets": {"dry_run_s_max": 5, "apply_s_max": 10}}
 
 
@@ -313,10 +313,10 @@ def main() -> None:
         queries = [PREDICATES[predicate][3].format(subject) for subject, predicate in picks]
         instants = [to_storage(START + timedelta(microseconds=rng.randrange(SPAN_S * 10**6))) for _ in queries]
         log("recall: 200 queries, then the same with as_of")
-        recall = [timed(lambda: memory.recall(q, limit=10)) for q in queries]
-        recall_as_of = [timed(lambda: memory.recall(q, as_of=t, limit=10)) for q, t in zip(queries, instants)]
+        recall = [timed(lambda q=q: memory.recall(q, limit=10)) for q in queries]
+        recall_as_of = [timed(lambda q=q, t=t: memory.recall(q, as_of=t, limit=10)) for q, t in zip(queries, instants)]
         log("undo: 50 episodes")
-        undo = [timed(lambda: memory.undo([e.id], apply=True)) for e in rng.sample(episodes, 50)]
+        undo = [timed(lambda e=e: memory.undo([e.id], apply=True)) for e in rng.sample(episodes, 50)]
 
         db_bytes = sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
         memory.close()

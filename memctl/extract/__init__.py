@@ -8,10 +8,13 @@ storage form, each with its evidence and precision); the date guard
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from datetime import datetime
+from typing import Any, Protocol
 
+from memctl.errors import BadInput
 from memctl.model import Assertion
 
 
@@ -40,3 +43,45 @@ class Extractor(Protocol):
     def extract(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Result]]:
         """One result per request, in any order (an LLM extractor works concurrently)."""
         ...
+
+
+EXTRACTOR_CHOICES = ("auto", "llm", "rules")
+
+
+class _SaidOnce:
+    """The rules extractor standing in for an LLM, saying so the first time it has work."""
+
+    def __init__(self, extractor: Extractor, notice: Callable[[str], None]):
+        self.extractor = extractor
+        self.name = extractor.name
+        self.notice = notice
+        self.said = False
+
+    def extract(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Result]]:
+        requests = list(requests)
+        if requests and not self.said:
+            self.said = True
+            self.notice("no LLM configured (OPENAI_API_KEY or OPENAI_BASE_URL); "
+                        "extracting with the offline rules extractor")
+        return self.extractor.extract(requests)
+
+
+def build_extractor(choice: str, *, clock: Callable[[], datetime], cache: Any = None, model: str | None = None,
+                    concurrency: int = 4, notice: Callable[[str], None] = lambda message: None) -> Extractor:
+    """The extractor ``choice`` names: ``llm``, ``rules``, or ``auto`` (an LLM when one is
+    configured in the environment, else rules, told through ``notice``).
+
+    ``model`` defaults to ``MEMCTL_MODEL``; ``cache`` keeps the model's replies (a
+    ``memctl.store.cache.ResponseCache``).
+    """
+    from memctl.extract import llm
+
+    if choice not in EXTRACTOR_CHOICES:
+        raise BadInput(f"must be auto, llm or rules, got {choice!r}", parameter="extractor")
+    if choice == "rules" or (choice == "auto" and not llm.llm_configured()):
+        from memctl.extract.rules import RulesExtractor
+
+        rules = RulesExtractor(clock)
+        return _SaidOnce(rules, notice) if choice == "auto" else rules
+    return llm.LLMExtractor(llm.make_client(), model or os.environ.get("MEMCTL_MODEL", ""), clock, cache,
+                            concurrency=concurrency)

@@ -55,7 +55,7 @@ Clock = Callable[[], datetime]
 class ResponseCache(Protocol):
     def get(self, key: str) -> str | None: ...
 
-    def put(self, key: str, text: str) -> None: ...
+    def put(self, key: str, text: str, episode_id: str) -> None: ...
 
 
 def llm_configured(environ: Mapping[str, str] | None = None) -> bool:
@@ -308,9 +308,9 @@ class LLMExtractor:
         max_backoff: float = 60.0,
     ):
         if not model or not model.strip():
-            raise BadInput("no model given: pass --model or set MEMCTL_MODEL")
+            raise BadInput("not given: name a model or set MEMCTL_MODEL", parameter="model")
         if concurrency < 1:
-            raise BadInput(f"--concurrency must be at least 1, got {concurrency}")
+            raise BadInput(f"must be at least 1, got {concurrency}", parameter="concurrency")
         if max_retries < 0:
             raise ValueError("max_retries must not be negative")
         self.client = client

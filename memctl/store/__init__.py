@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# A batch of whole episodes is one transaction. Each batch re-resolves every slot it
+# touches from all of that slot's assertions, so bigger batches are much cheaper for a
+# fast source (100k assertions: 3.7k/s at 500 episodes, 6.2k/s at 5,000); the age bound
+# keeps a slow source (an LLM) committing every few seconds, so a crash loses little.
+BATCH_EPISODES = 5000
+BATCH_SECONDS = 2.0
 
 
 def in_chunks(values: Sequence, size: int = 500) -> Iterator[tuple[list, str]]:
@@ -32,3 +43,17 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def batches(items: Iterable[T], size: int, seconds: float = BATCH_SECONDS) -> Iterator[list[T]]:
+    batch: list[T] = []
+    started = time.monotonic()
+    for item in items:
+        if not batch:
+            started = time.monotonic()
+        batch.append(item)
+        if len(batch) >= size or time.monotonic() - started >= seconds:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,14 +35,20 @@ def default_path() -> Path:
     return Path(user_data_dir("memctl")) / "memory.db"
 
 
+def _connect(path: Path) -> sqlite3.Connection:
+    # isolation_level=None: transactions are begun explicitly below, never implicitly.
+    # check_same_thread=False: ``Connections`` decides which thread uses which connection.
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
 def open_database(path: str | Path) -> Database:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it."""
     path = Path(path)
     if str(path) != ":memory:":
         path.parent.mkdir(parents=True, exist_ok=True)
-    # isolation_level=None: transactions are begun explicitly below, never implicitly.
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn = _connect(path)
     db = Database(conn)
     _switch_to_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -93,6 +100,86 @@ def write_transaction(db: Database) -> Iterator[Database]:
             db.conn.execute("ROLLBACK")
             raise
         db.conn.execute("COMMIT")
+
+
+class _RolledBack(Exception):
+    """Ends a tentative transaction that was not kept."""
+
+
+class Tentative:
+    """Handed out by ``tentative``: call ``keep()`` once the work is to stay."""
+
+    def __init__(self) -> None:
+        self.kept = False
+
+    def keep(self) -> None:
+        self.kept = True
+
+
+@contextmanager
+def tentative(db: Database) -> Iterator[Tentative]:
+    """A write transaction that is rolled back unless ``keep()`` was called in it.
+
+    Previews work this way (undo, retry --dry-run): they do the real change, read what
+    it did, and roll it back, so a plan can never disagree with what applying it does.
+    """
+    decision = Tentative()
+    try:
+        with write_transaction(db):
+            yield decision
+            if not decision.kept:
+                raise _RolledBack
+    except _RolledBack:
+        pass
+
+
+class Connections:
+    """One writer connection, and a read connection per thread (as Datasette does).
+
+    The library opens a database in one thread; a server answers calls on worker
+    threads. Writes from any thread go through the one writer, one at a time (an RLock:
+    a write may read). Reads from the opening thread use the writer too, under the same
+    lock, so single-threaded use costs one connection; reads from other threads get a
+    connection of their own, which WAL lets run beside a write. An in-memory database
+    has only the writer: every thread reads through it, under the lock.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.writer = open_database(path)
+        self._lock = threading.RLock()
+        self._owner = threading.get_ident()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+
+    @contextmanager
+    def writing(self) -> Iterator[Database]:
+        """The writer, for one use case: its write transactions and the reads between."""
+        with self._lock:
+            yield self.writer
+
+    @contextmanager
+    def reading(self) -> Iterator[Database]:
+        """A connection to read from in this thread."""
+        if threading.get_ident() == self._owner or str(self.path) == ":memory:":
+            with self._lock:
+                yield self.writer
+            return
+        reader = getattr(self._local, "db", None)
+        if reader is None:
+            conn = _connect(self.path)
+            conn.execute("PRAGMA query_only = ON")
+            with self._lock:
+                self._readers.append(conn)
+            reader = self._local.db = Database(conn)
+        yield reader
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            self.writer.conn.close()
 
 
 def transaction_time(db: Database, clock: Clock) -> str:

@@ -14,8 +14,8 @@ from sqlite_utils import Database
 from memctl import names
 from memctl.model import Episode
 from memctl.store import in_chunks
-from memctl.store.facts import Slot, Value
-from memctl.store.naming import mention_rank, name_from_new_mentions
+from memctl.store.facts import Slot, SlotChanges, Value, recompute_slots
+from memctl.store.naming import mention_rank, name_from_new_mentions, rename_entities
 
 
 @dataclass
@@ -31,6 +31,16 @@ class Touched:
         self.slots |= other.slots
         self.entities |= other.entities
         self.values |= other.values
+
+
+def recompute(db: Database, at: str, touched: Touched) -> SlotChanges:
+    """Bring names and facts in line with the assertions after a change touched them."""
+    rename_entities(db, touched.entities)
+    return recompute_slots(db, touched.slots, at, touched.values)
+
+
+def all_entities(db: Database) -> set[int]:
+    return {row[0] for row in db.execute("SELECT id FROM entities").fetchall()}
 
 
 @dataclass
@@ -358,3 +368,61 @@ def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
     db.conn.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in orphans])
     touched.entities -= set(orphans)
     return touched
+
+
+# --- what extraction reads -------------------------------------------------------------
+
+
+def predicates_in_use(db: Database, limit: int) -> tuple[str, ...]:
+    """The most used predicates, as first written, so a model keeps one name per relation."""
+    return tuple(row[0] for row in db.execute(
+        "SELECT min(predicate) FROM assertions WHERE expired_at IS NULL GROUP BY predicate_key "
+        "ORDER BY count(*) DESC LIMIT ?", [limit]).fetchall())
+
+
+def contents_before(db: Database, source: str, position: int, limit: int) -> list[str]:
+    """The active episodes just before ``position`` in their source, oldest first."""
+    rows = db.execute(
+        "SELECT content FROM episodes WHERE source = ? AND position < ? AND status = 'active' "
+        "ORDER BY position DESC LIMIT ?", [source, position, limit]).fetchall()
+    return [row[0] for row in reversed(rows)]
+
+
+@dataclass
+class StoredText:
+    """What re-extracting a stored episode starts from."""
+
+    id: str
+    content: str
+    reference_time: str
+    source: str
+    position: int
+    extraction: str
+
+
+def unextracted_ids(db: Database) -> list[str]:
+    """Active episodes whose extraction failed or is still pending, in time order."""
+    return [row[0] for row in db.execute(
+        "SELECT id FROM episodes WHERE status = 'active' AND extraction IN ('failed', 'pending') "
+        "ORDER BY reference_time, id").fetchall()]
+
+
+def stored_texts(db: Database, episode_ids: list[str]) -> list[StoredText]:
+    """The active ones among these episodes, in time order."""
+    rows = []
+    for chunk, marks in in_chunks(episode_ids):
+        rows += db.execute(
+            f"SELECT id, content, reference_time, source, position, extraction FROM episodes "
+            f"WHERE status = 'active' AND id IN ({marks})", chunk).fetchall()
+    return [StoredText(*row) for row in sorted(rows, key=lambda row: (row[2], row[0]))]
+
+
+def active_ids(db: Database, episode_ids: list[str], *, extracted: bool = False) -> set[str]:
+    """The active episodes among these; with ``extracted``, only those whose extraction
+    is not pending (done, failed or structured), which an ingest does not extract again."""
+    condition = "AND extraction != 'pending'" if extracted else ""
+    found: set[str] = set()
+    for chunk, marks in in_chunks(episode_ids):
+        found.update(row[0] for row in db.execute(
+            f"SELECT id FROM episodes WHERE status = 'active' {condition} AND id IN ({marks})", chunk).fetchall())
+    return found

@@ -33,10 +33,6 @@ class SlotChanges:
     expired: list[dict] = field(default_factory=list)
     inserted: list[dict] = field(default_factory=list)
 
-    def extend(self, other: SlotChanges) -> None:
-        self.expired += other.expired
-        self.inserted += other.inserted
-
 
 Part = tuple[int, str, int | None]  # a slot, or (object_id set) one value of a many-valued slot
 
@@ -178,7 +174,7 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterab
     db.conn.executemany("DELETE FROM fact_provenance WHERE fact_id = ? AND assertion_id = ?", provenance_removed)
     db.conn.executemany("INSERT OR IGNORE INTO fact_provenance (fact_id, assertion_id, episode_id) VALUES (?, ?, ?)",
                         provenance_added)
-    names = _entity_names(db, {id_ for row in changes.inserted for id_ in (row["subject_id"], row["object_id"])})
+    names = entity_names(db, {id_ for row in changes.inserted for id_ in (row["subject_id"], row["object_id"])})
     db.conn.executemany(
         "INSERT INTO facts_fts (rowid, fact, subject, predicate, object) VALUES (?, ?, ?, ?, ?)",
         [(row["id"], row["fact"], names[row["subject_id"]], row["predicate"], names[row["object_id"]])
@@ -211,7 +207,13 @@ def _stored_provenance(db: Database) -> dict[int, set[int]]:
     return by_fact
 
 
-def _entity_names(db: Database, ids: set[int]) -> dict[int, str]:
+def all_slots(db: Database) -> set[Slot]:
+    """Every slot with an assertion or a current fact: what a rebuild recomputes."""
+    return set(db.execute("SELECT subject_id, predicate_key FROM assertions "
+                          "UNION SELECT subject_id, predicate_key FROM facts WHERE expired_at IS NULL").fetchall())
+
+
+def entity_names(db: Database, ids: set[int]) -> dict[int, str]:
     found: dict[int, str] = {}
     for chunk, marks in in_chunks(sorted(ids)):
         found.update(db.execute(f"SELECT id, name FROM entities WHERE id IN ({marks})", chunk).fetchall())

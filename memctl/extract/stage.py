@@ -1,0 +1,130 @@
+"""The extraction stage: stored or incoming episodes in, guarded assertions out.
+
+Ingest and retry build their requests here alike. A request carries the episode's
+text and time, the episodes just before it in its source as context (the ones this run
+has read, else the stored ones), and the predicates already in use, so a model keeps
+calling one relation by one name. Every result then goes through the date guard.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Protocol
+
+from sqlite_utils import Database
+
+from memctl.errors import LLMUnavailable
+from memctl.extract import Extractor, Request, Result
+from memctl.extract.guard import guard
+from memctl.model import Assertion, Episode
+from memctl.results import IngestReport
+from memctl.store import batches
+from memctl.store import episodes as store
+
+# Episodes handed to an extractor at once (an LLM extractor runs them concurrently),
+# and how many earlier episodes of the same source it sees as context.
+EXTRACT_CHUNK = 64
+CONTEXT_EPISODES = 3
+PREDICATES_IN_PROMPT = 50
+
+
+class Target(Protocol):
+    """What an extraction result is written into: an incoming episode, or a stored one retried."""
+
+    assertions: list[Assertion]
+    extraction: str
+    extraction_error: str | None
+
+
+class RequestBuilder:
+    """Requests with context and predicates, for one run of ingest or retry.
+
+    The context of an episode is the few episodes just before it in its source. An
+    ingest reads each source in order, so it keeps the last few it read (``read``);
+    a retry picks stored episodes here and there, so it reads them from the store.
+    """
+
+    def __init__(self, db: Database, *, in_order: bool):
+        self.db = db
+        self.in_order = in_order
+        self.recent: dict[str, deque[str]] = {}
+        self.predicates: tuple[str, ...] | None = None
+
+    def read(self, source: str, text: str) -> None:
+        """An episode that came by in this run, in source order, extracted or not."""
+        self.recent.setdefault(source, deque(maxlen=CONTEXT_EPISODES)).append(text)
+
+    def request(self, episode_id: str, text: str, reference_time: str, source: str, position: int) -> Request:
+        if self.in_order:
+            context = tuple(self.recent.get(source, ()))
+            self.read(source, text)
+        else:
+            context = tuple(store.contents_before(self.db, source, position, CONTEXT_EPISODES))
+        if self.predicates is None:
+            self.predicates = store.predicates_in_use(self.db, PREDICATES_IN_PROMPT)
+        return Request(episode_id, text, reference_time, context, self.predicates)
+
+    def forget_predicates(self) -> None:
+        """What was stored since counts from the next request on; read again only when one
+        is made (a chunk with nothing to extract, like a facts file's, costs no query)."""
+        self.predicates = None
+
+
+def run_requests(extractor: Extractor, requests: list[Request], targets: dict[str, Target],
+                 report: IngestReport) -> None:
+    """Run the requests and write each result into its target, counted, its dates guarded.
+
+    All or nothing: when the model becomes unreachable mid-way (``LLMUnavailable``), no
+    target has changed, and every episode of the call stays as it was (pending).
+    """
+    for request, result in list(extractor.extract(requests)):
+        take_result(report, targets[request.episode_id], request, result)
+
+
+def take_result(report: IngestReport, target: Target, request: Request, result: Result) -> None:
+    report.extraction_calls += result.calls
+    report.cache_hits += result.cache_hit
+    report.input_tokens += result.input_tokens
+    report.output_tokens += result.output_tokens
+    if result.error is not None:
+        report.extraction_failures += 1
+        target.extraction, target.extraction_error = "failed", result.error
+        return
+    target.extraction, target.extraction_error = "done", None
+    for assertion in result.assertions:
+        guarded, changes = guard(assertion, request.text, request.reference_time)
+        report.guard_changes += len(changes)
+        target.assertions.append(guarded)
+
+
+def extracted(db: Database, episodes: Iterable[Episode], extractor: Extractor,
+              report: IngestReport) -> Iterator[Episode]:
+    """Incoming episodes with assertions from ``extractor``; stored ones are not extracted again.
+
+    When the model cannot be reached, the rest pass through unextracted and are stored
+    as pending, for the next run.
+    """
+    builder = RequestBuilder(db, in_order=True)
+    for chunk in batches(episodes, EXTRACT_CHUNK):
+        builder.forget_predicates()  # the chunk before may have been stored meanwhile
+        if report.llm_unavailable:
+            yield from chunk
+            continue
+        by_id = store.longest_readings(chunk)
+        # Pending episodes are not "stored" yet: this run extracts them, as it does grown ones.
+        stored = store.active_ids(db, list(by_id), extracted=True)
+        stored -= store.grown(db, (by_id[episode_id] for episode_id in stored))
+        requests = []
+        for episode in by_id.values():
+            if episode.format == "facts" or episode.id in stored:
+                builder.read(episode.source, episode.content)
+            else:
+                requests.append(builder.request(episode.id, episode.content, episode.reference_time, episode.source,
+                                                episode.position))
+        try:
+            run_requests(extractor, requests, dict(by_id), report)
+        except LLMUnavailable as error:
+            report.llm_unavailable = str(error)
+        yield from chunk
+

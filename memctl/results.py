@@ -1,0 +1,369 @@
+"""What the library's calls return: typed records, one class per shape.
+
+The CLI prints them as tables or, with ``--json``, as ``to_json()``; the MCP server
+returns ``to_json()`` too, so both speak the same keys. Each record also reads by key
+(``plan["operation_id"]``), as the plain dicts of memctl 0.1 did, so scripts written
+against those keep working.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from memctl.model import Episode
+    from memctl.sources import Skipped
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _json(item) for key, item in value.items()}
+    return value
+
+
+class Record:
+    """Base of every result: attribute or key access, and a JSON form.
+
+    Fields named in ``_OMITTED_WHEN_NONE`` are left out of the JSON when unset: one
+    record type then serves the places that show a few more or fewer keys.
+    """
+
+    _OMITTED_WHEN_NONE: frozenset[str] = frozenset()
+
+    def __getitem__(self, key: str) -> Any:
+        if key.startswith("_") or not hasattr(self, key):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def to_json(self) -> dict[str, Any]:
+        assert is_dataclass(self)
+        return {f.name: _json(getattr(self, f.name)) for f in fields(self)
+                if not (f.name in self._OMITTED_WHEN_NONE and getattr(self, f.name) is None)}
+
+
+FactStatus = Literal["current", "ended", "superseded"]
+
+
+@dataclass
+class Fact(Record):
+    """One version of a derived fact, with names as shown.
+
+    ``episodes`` (the supporting episodes) is given by recall and history, ``score`` by
+    recall; ``predicate_key`` only by ``show``, which lists what an episode supports.
+    """
+
+    _OMITTED_WHEN_NONE = frozenset({"predicate_key", "episodes", "score"})
+
+    fact_id: int
+    fact: str
+    subject: str
+    predicate: str
+    object: str
+    predicate_key: str | None
+    valid_at: str | None
+    invalid_at: str | None
+    end_reason: str | None
+    created_at: str
+    expired_at: str | None
+    cardinality: str
+    episodes: list[str] | None = None
+    status: FactStatus = "current"
+    score: float | None = None
+
+
+@dataclass
+class RecallResult(Record):
+    query: str
+    as_of: str
+    known_at: str | None
+    results: list[Fact]
+
+
+@dataclass
+class Slot(Record):
+    """One (subject, predicate) of an entity and its facts over time."""
+
+    predicate: str
+    cardinality: str
+    facts: list[Fact]
+
+
+@dataclass
+class History(Record):
+    entity: str
+    slots: list[Slot]
+
+
+@dataclass
+class EpisodeSummary(Record):
+    id: str
+    source: str
+    position: int
+    format: str
+    reference_time: str
+    reference_time_source: str
+    status: str
+
+
+@dataclass
+class StoredAssertion(Record):
+    """One assertion as stored, active or not (``expired_at`` says since when not)."""
+
+    id: int
+    subject: str
+    predicate: str
+    object: str
+    fact: str
+    valid_at: str | None
+    valid_at_evidence: str | None
+    valid_at_precision: str | None
+    invalid_at: str | None
+    invalid_at_evidence: str | None
+    invalid_at_precision: str | None
+    cardinality: str
+    extractor: str
+    extracted_at: str
+    created_at: str
+    expired_at: str | None
+
+
+@dataclass
+class EpisodeDetail(Record):
+    """One episode whole: its stored row, its assertions and the current facts it supports."""
+
+    id: str
+    source: str
+    position: int
+    source_id: str | None
+    format: str
+    content: str
+    content_hash: str
+    reference_time: str
+    reference_time_source: str
+    status: str
+    created_at: str
+    operation_id: str | None
+    extraction: str
+    extraction_error: str | None
+    assertions: list[StoredAssertion] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+
+
+@dataclass
+class Stats(Record):
+    episodes: int
+    episodes_undone: int
+    assertions: int
+    entities: int
+    facts_valid_now: int
+    facts_current_versions: int
+    fact_versions: int
+    operations: int
+    reference_time_range: list[str | None]
+
+
+@dataclass
+class Operation(Record):
+    """One row of the operation journal: an ingest, undo, retry, repair or rebuild."""
+
+    id: str
+    kind: str
+    at: str
+    finished_at: str | None
+    status: str
+    command: dict[str, Any]
+    counts: dict[str, Any]
+
+
+@dataclass
+class FactChange(Record):
+    """A current fact that a change removes, re-opens, changes or adds."""
+
+    fact: str
+    subject: str | None
+    predicate: str
+    object: str | None
+    valid_at: str | None
+    invalid_at: str | None
+    compared: bool = False  # re-opened and changed facts: compared with the version before
+    invalid_at_before: str | None = None  # ...which ended here (None: it was open)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        del data["compared"]
+        if not self.compared:
+            del data["invalid_at_before"]
+        return data
+
+
+@dataclass
+class Effects(Record):
+    """What a change does to the current facts of the slots it touches."""
+
+    removed: list[FactChange] = field(default_factory=list)
+    reopened: list[FactChange] = field(default_factory=list)
+    changed: list[FactChange] = field(default_factory=list)
+    added: list[FactChange] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {name: len(getattr(self, name)) for name in EFFECTS}
+
+    def any(self) -> bool:
+        return any(getattr(self, name) for name in EFFECTS)
+
+
+EFFECTS = ("removed", "reopened", "changed", "added")
+
+UndoKind = Literal["episodes", "repair", "retry", "undo"]
+
+
+@dataclass
+class UndoPlan(Record):
+    """What an undo removes and puts back; applied, or a preview.
+
+    ``kind`` says what is undone: episodes (with their ingest's grown readings), or one
+    repair, retry or undo operation (``target``).
+    """
+
+    kind: UndoKind
+    target: str | None = None
+    episodes: list[str] = field(default_factory=list)
+    revisions_reverted: list[str] = field(default_factory=list)
+    already_undone: list[str] = field(default_factory=list)
+    changed_since: list[str] = field(default_factory=list)  # episodes left as they are, changed since
+    purge: bool = False
+    effects: Effects = field(default_factory=Effects)
+    applied: bool = False
+    operation_id: str | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key in EFFECTS:
+            return getattr(self.effects, key)
+        if key == self.kind != "episodes":  # the JSON names the operation undone by its kind
+            return self.target
+        return super().__getitem__(key)
+
+    def to_json(self) -> dict[str, Any]:
+        head: dict[str, Any] = {"episodes": self.episodes}
+        if self.kind == "episodes":
+            head.update(revisions_reverted=self.revisions_reverted, already_undone=self.already_undone)
+        else:
+            head.update({self.kind: self.target}, already_undone=self.already_undone, changed_since=self.changed_since)
+        return {**head, "purge": self.purge, **self.effects.to_json(), "applied": self.applied,
+                "operation_id": self.operation_id}
+
+
+@dataclass
+class RetryResult(Record):
+    episodes: list[str]
+    extractor: str
+    assertions: int
+    failures: int
+    model_calls: int
+    cache_hits: int
+    guard_changes: int
+    effects: Effects = field(default_factory=Effects)
+    applied: bool = False
+    operation_id: str | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self.effects, key) if key in EFFECTS else super().__getitem__(key)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        return {**{k: v for k, v in data.items() if k not in ("effects", "applied", "operation_id")},
+                **data["effects"], "applied": self.applied, "operation_id": self.operation_id}
+
+
+@dataclass
+class DateFix(Record):
+    """One date a repair changes."""
+
+    assertion_id: int
+    column: str  # valid_at | invalid_at
+    old: str
+    new: str | None
+    fact: str
+    reference_time: str
+
+
+@dataclass
+class RepairResult(Record):
+    valid_at_fixed: int
+    invalid_at_cleared: int
+    skipped: dict[str, int]
+    applied: bool = False
+    operation_id: str | None = None
+    sample: list[DateFix] = field(default_factory=list)  # the first changes, for a person to check
+
+
+@dataclass
+class RebuildResult(Record):
+    slots: int
+    facts_created: int
+    facts_expired: int
+    operation_id: str | None = None
+
+
+@dataclass
+class IngestReport(Record):
+    """What an ingest read, skipped, stored and extracted."""
+
+    files: int = 0
+    formats: dict[str, int] = field(default_factory=dict)  # files read, by format
+    unrecognised: list[str] = field(default_factory=list)  # files that are no log memctl reads
+    empty: list[str] = field(default_factory=list)  # files with nothing in them (a session that never started)
+    episodes: int = 0
+    added: int = 0
+    reactivated: int = 0
+    revised: int = 0  # stored before, read again with more content (a session still being written)
+    already_present: int = 0
+    assertions: int = 0
+    facts_created: int = 0
+    facts_expired: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)  # records that gave no episode, by reason
+    malformed: list[str] = field(default_factory=list)  # "file:line: reason", bad input skipped
+    refused: list[str] = field(default_factory=list)  # files (or their turns) left out whole, and why
+    redactions: int = 0
+    left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted
+    aider_zone: str | None = None  # the zone Aider's naive local times were read in
+    extractor: str | None = None  # what extracted assertions from episode text
+    extraction_calls: int = 0  # model calls, retries included
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    extraction_failures: int = 0
+    guard_changes: int = 0  # invented dates the date guard replaced or dropped
+    extracted_pending: int = 0  # episodes stored earlier as pending, extracted by this run
+    llm_unavailable: str | None = None  # why the LLM could not be used; the rest wait as pending
+    operation_id: str | None = None
+    time_range: list[str | None] = field(default_factory=lambda: [None, None])
+
+    @property
+    def partial(self) -> bool:
+        """Something was refused or unreadable, and the rest was kept: exit code 1."""
+        return bool(self.refused or self.malformed or self.llm_unavailable)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "partial": self.partial}
+
+    def count(self, episode: Episode) -> None:
+        self.episodes += 1
+        self.redactions += episode.redactions
+        for kind, number in episode.left_out.items():
+            self.left_out[kind] = self.left_out.get(kind, 0) + number
+        low, high = self.time_range
+        self.time_range = [min(low or episode.reference_time, episode.reference_time),
+                           max(high or episode.reference_time, episode.reference_time)]
+
+    def skip(self, path: Path, item: Skipped) -> None:
+        """A record that gave no episode; bad input among them is listed for the user."""
+        self.skipped[item.reason] = self.skipped.get(item.reason, 0) + 1
+        if item.malformed:
+            self.malformed.append(f"{path}:{item.position}: {item.reason}")

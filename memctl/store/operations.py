@@ -1,0 +1,95 @@
+"""The operation journal: every ingest, undo, retry, repair and rebuild, with its counts.
+
+An operation's row goes in inside the transaction that makes its first change, so the
+journals that refer to it (``repairs``, ``retries``, ``revisions``, ``episodes``) always
+find it, and a rolled-back preview leaves no row behind.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlite_utils import Database
+
+from memctl.results import Operation
+
+
+def new_operation_id() -> str:
+    return f"op_{secrets.token_hex(6)}"
+
+
+@dataclass
+class Entry:
+    """An operation being written: fill in ``counts`` (and ``episode_ids``) as it goes."""
+
+    id: str
+    counts: dict[str, Any] = field(default_factory=dict)
+    episode_ids: list[str] | None = None
+
+
+def record(db: Database, kind: str, at: str, command: dict, status: str) -> Entry:
+    """A new operation's row, in the caller's write transaction."""
+    entry = Entry(new_operation_id())
+    db.execute("INSERT INTO operations (id, kind, at, status, command) VALUES (?, ?, ?, ?, ?)",
+               [entry.id, kind, at, status, json.dumps(command, sort_keys=True)])
+    return entry
+
+
+def save_counts(db: Database, entry: Entry) -> None:
+    db.execute("UPDATE operations SET counts = ?, episode_ids = ? WHERE id = ?",
+               [json.dumps(entry.counts), None if entry.episode_ids is None else json.dumps(entry.episode_ids),
+                entry.id])
+
+
+def finish(db: Database, operation_id: str, status: str, at: str) -> None:
+    db.execute("UPDATE operations SET status = ?, finished_at = ? WHERE id = ?", [status, at, operation_id])
+
+
+@contextmanager
+def journaled(db: Database, kind: str, at: str, command: dict) -> Iterator[Entry]:
+    """An operation made in one write transaction (undo, retry, repair, rebuild): its
+    row goes in first, its counts and end when the block finishes. If the block raises,
+    the caller's transaction rolls the row back with everything else."""
+    entry = record(db, kind, at, command, "done")
+    yield entry
+    save_counts(db, entry)
+    finish(db, entry.id, "done", at)
+
+
+def mark_undone(db: Database, operation_id: str) -> None:
+    db.execute("UPDATE operations SET status = 'undone' WHERE id = ?", [operation_id])
+
+
+def kind_of(db: Database, operation_id: str) -> str | None:
+    row = db.execute("SELECT kind FROM operations WHERE id = ?", [operation_id]).fetchone()
+    return None if row is None else row[0]
+
+
+@dataclass
+class Journaled:
+    """What an undo needs of an earlier operation."""
+
+    status: str
+    at: str
+    command: dict[str, Any]
+    episode_ids: list[str]
+
+
+def journaled_row(db: Database, operation_id: str) -> Journaled:
+    status, at, command, episode_ids = db.execute(
+        "SELECT status, at, command, episode_ids FROM operations WHERE id = ?", [operation_id]).fetchone()
+    return Journaled(status, at, json.loads(command or "{}"), json.loads(episode_ids or "[]"))
+
+
+def operations(db: Database) -> list[Operation]:
+    return [
+        Operation(id=r[0], kind=r[1], at=r[2], finished_at=r[3], status=r[4], command=json.loads(r[5] or "{}"),
+                  counts=json.loads(r[6] or "{}"))
+        for r in db.execute(
+            "SELECT id, kind, at, finished_at, status, command, counts FROM operations ORDER BY at, id").fetchall()
+    ]

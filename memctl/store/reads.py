@@ -1,0 +1,209 @@
+"""Reading the store for people and programs: facts, episodes, entities, counts.
+
+Every query a command runs to show something lives here, so the SQL of the store stays
+in ``memctl.store``. Nothing here writes.
+
+Both time axes are one condition (``time_window``): versions held at ``known_at``
+(``created_at <= K < expired_at``; without K, the versions held now) and, unless the
+whole history is asked for, valid at ``as_of`` (``valid_at <= T < invalid_at``).
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+
+from memctl.results import EpisodeDetail, EpisodeSummary, Fact, FactStatus, Stats, StoredAssertion
+from memctl.store import in_chunks
+
+
+def time_window(alias: str, *, known_at: str | None, as_of: str | None = None) -> tuple[str, list]:
+    """SQL condition (and its parameters) on ``alias``: held at ``known_at``, valid at ``as_of``."""
+    if known_at is None:
+        condition, params = f"{alias}.expired_at IS NULL", []
+    else:
+        condition = f"{alias}.created_at <= ? AND ({alias}.expired_at IS NULL OR ? < {alias}.expired_at)"
+        params = [known_at, known_at]
+    if as_of is not None:
+        condition += f" AND {alias}.valid_at <= ? AND ({alias}.invalid_at IS NULL OR ? < {alias}.invalid_at)"
+        params += [as_of, as_of]
+    return condition, params
+
+
+def fact_status(invalid_at: str | None, end_reason: str | None, as_of: str) -> FactStatus:
+    if invalid_at is None or as_of < invalid_at:
+        return "current"
+    return "superseded" if end_reason == "superseded" else "ended"
+
+
+def _facts(db: Database, condition: str, params: list, *, order: str, limit: int | None = None,
+           search: str | None = None) -> list[tuple[Fact, str, float | None]]:
+    """Facts with names, each with its predicate key and (with ``search``) its BM25 rank."""
+    join = "JOIN facts_fts ON facts_fts.rowid = f.id" if search is not None else ""
+    match = "facts_fts MATCH ? AND " if search is not None else ""
+    rank = "bm25(facts_fts)" if search is not None else "NULL"
+    rows = db.execute(
+        f"""
+        SELECT f.id, f.fact, s.name, f.predicate, o.name, f.valid_at, f.invalid_at, f.end_reason, f.created_at,
+               f.expired_at, f.cardinality, f.predicate_key, {rank}
+        FROM facts f {join}
+        JOIN entities s ON s.id = f.subject_id
+        JOIN entities o ON o.id = f.object_id
+        WHERE {match}{condition}
+        ORDER BY {order}
+        {"LIMIT ?" if limit is not None else ""}
+        """,
+        ([search] if search is not None else []) + params + ([limit] if limit is not None else []),
+    ).fetchall()
+    return [(Fact(fact_id=r[0], fact=r[1], subject=r[2], predicate=r[3], object=r[4], predicate_key=None,
+                  valid_at=r[5], invalid_at=r[6], end_reason=r[7], created_at=r[8], expired_at=r[9],
+                  cardinality=r[10]), r[11], r[12]) for r in rows]
+
+
+def search_facts(db: Database, match: str, *, as_of: str, known_at: str | None, history: bool,
+                 limit: int) -> list[Fact]:
+    """The facts whose text or names match the FTS5 expression ``match``, best first.
+
+    The time window is inside the ranking query, so a limit never cuts away the facts
+    that were true at ``as_of``.
+    """
+    condition, params = time_window("f", known_at=known_at, as_of=None if history else as_of)
+    found = []
+    for fact, _, rank in _facts(db, condition, params, order="rank, f.valid_at, f.id", limit=limit, search=match):
+        fact.status = fact_status(fact.invalid_at, fact.end_reason, as_of)
+        # bm25() is lower-is-better; users and fusion expect higher-is-better.
+        fact.score = round(-rank, 6) if rank is not None else None
+        found.append(fact)
+    attach_episodes(db, found, known_at)
+    return found
+
+
+def facts_of_subject(db: Database, subject_id: int, now: str) -> list[tuple[Fact, str]]:
+    """Every current version of every slot of an entity, with its predicate key, by slot and time."""
+    condition, params = time_window("f", known_at=None)
+    facts = _facts(db, f"{condition} AND f.subject_id = ?", [*params, subject_id],
+                   order="f.predicate_key, f.valid_at, f.id")
+    for fact, _, _ in facts:
+        fact.status = fact_status(fact.invalid_at, fact.end_reason, now)
+    attach_episodes(db, [fact for fact, _, _ in facts], None)
+    return [(fact, key) for fact, key, _ in facts]
+
+
+def facts_of_episode(db: Database, episode_id: str, now: str) -> list[Fact]:
+    """The current facts an episode's active assertions support."""
+    condition, params = time_window("f", known_at=None)
+    facts = _facts(db, f"""{condition} AND f.id IN (
+                            SELECT p.fact_id FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id
+                            WHERE a.episode_id = ? AND a.expired_at IS NULL)""",
+                   [*params, episode_id], order="f.valid_at, f.id")
+    for fact, key, _ in facts:
+        fact.predicate_key = key
+        fact.status = fact_status(fact.invalid_at, fact.end_reason, now)
+    return [fact for fact, _, _ in facts]
+
+
+def attach_episodes(db: Database, facts: list[Fact], known_at: str | None) -> None:
+    """Each fact's supporting episodes, as they stood at ``known_at`` (or now)."""
+    if not facts:
+        return
+    condition, params = time_window("a", known_at=known_at)
+    rows = []
+    for chunk, marks in in_chunks([f.fact_id for f in facts]):
+        rows += db.execute(
+            f"""
+            SELECT p.fact_id, p.episode_id FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id
+            WHERE p.fact_id IN ({marks}) AND {condition}
+            ORDER BY p.fact_id, a.valid_at, p.episode_id
+            """,
+            chunk + params,
+        ).fetchall()
+    by_fact: dict[int, list[str]] = {}
+    for fact_id, episode_id in rows:
+        episodes = by_fact.setdefault(fact_id, [])
+        if episode_id not in episodes:
+            episodes.append(episode_id)
+    for fact in facts:
+        fact.episodes = by_fact.get(fact.fact_id, [])
+
+
+def ids_with_prefix(db: Database, table: str, prefix: str) -> list[str]:
+    """Ids in ``table`` (episodes or operations) that start with ``prefix``; a few at most."""
+    assert table in ("episodes", "operations")
+    return [row[0] for row in db.execute(
+        f"SELECT id FROM {table} WHERE id >= ? AND id < ? ORDER BY id LIMIT 6", [prefix, prefix + "\U0010ffff"]
+    ).fetchall()]
+
+
+def episode_ids_of_operation(db: Database, operation_id: str) -> list[str]:
+    return [row[0] for row in db.execute(
+        "SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", [operation_id]).fetchall()]
+
+
+def episode_ids_of_source(db: Database, source: str) -> list[str]:
+    return [row[0] for row in db.execute(
+        "SELECT id FROM episodes WHERE source = ? ORDER BY position", [source]).fetchall()]
+
+
+def episode_statuses(db: Database, episode_ids: list[str]) -> dict[str, str]:
+    statuses: dict[str, str] = {}
+    for chunk, marks in in_chunks(episode_ids):
+        statuses.update(db.execute(f"SELECT id, status FROM episodes WHERE id IN ({marks})", chunk).fetchall())
+    return statuses
+
+
+def episodes(db: Database, *, source: str | None, status: str | None, limit: int | None) -> list[EpisodeSummary]:
+    where, params = ["1"], []
+    if source is not None:
+        where.append("source = ?")
+        params.append(source)
+    if status is not None:
+        where.append("status = ?")
+        params.append(status)
+    rows = db.execute(
+        f"""SELECT id, source, position, format, reference_time, reference_time_source, status
+            FROM episodes WHERE {' AND '.join(where)} ORDER BY reference_time, id
+            {'LIMIT ?' if limit else ''}""",
+        params + ([limit] if limit else []),
+    ).fetchall()
+    return [EpisodeSummary(*row) for row in rows]
+
+
+def episode(db: Database, episode_id: str, now: str) -> EpisodeDetail:
+    row = db.execute(
+        """SELECT id, source, position, source_id, format, content, content_hash, reference_time,
+                  reference_time_source, status, created_at, operation_id, extraction, extraction_error
+           FROM episodes WHERE id = ?""", [episode_id]).fetchone()
+    detail = EpisodeDetail(*row)
+    detail.assertions = [StoredAssertion(*a) for a in db.execute(
+        """SELECT id, subject, predicate, object, fact, valid_at, valid_at_evidence, valid_at_precision,
+                  invalid_at, invalid_at_evidence, invalid_at_precision, cardinality, extractor, extracted_at,
+                  created_at, expired_at
+           FROM assertions WHERE episode_id = ? ORDER BY created_at, ordinal""", [episode_id]).fetchall()]
+    detail.facts = facts_of_episode(db, episode_id, now)
+    return detail
+
+
+def entity_named(db: Database, name_key: str) -> tuple[int, str] | None:
+    """(id, name as shown) of the entity with this matching key."""
+    row = db.execute("SELECT id, name FROM entities WHERE name_key = ?", [name_key]).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def stats(db: Database, now: str) -> Stats:
+    def one(sql: str, *params: str) -> int:
+        return db.execute(sql, params).fetchone()[0]
+
+    valid_now, params = time_window("f", known_at=None, as_of=now)
+    low, high = db.execute(
+        "SELECT min(reference_time), max(reference_time) FROM episodes WHERE status = 'active'").fetchone()
+    return Stats(
+        episodes=one("SELECT count(*) FROM episodes WHERE status = 'active'"),
+        episodes_undone=one("SELECT count(*) FROM episodes WHERE status = 'undone'"),
+        assertions=one("SELECT count(*) FROM assertions WHERE expired_at IS NULL"),
+        entities=one("SELECT count(*) FROM entities WHERE id IN (SELECT subject_id FROM assertions WHERE "
+                     "expired_at IS NULL UNION SELECT object_id FROM assertions WHERE expired_at IS NULL)"),
+        facts_valid_now=one(f"SELECT count(*) FROM facts f WHERE {valid_now}", *params),
+        facts_current_versions=one("SELECT count(*) FROM facts WHERE expired_at IS NULL"),
+        fact_versions=one("SELECT count(*) FROM facts"),
+        operations=one("SELECT count(*) FROM operations"),
+        reference_time_range=[low, high],
+    )
