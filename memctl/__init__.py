@@ -1,0 +1,47 @@
+"""memctl: old agent and chat session logs in, a local bi-temporal memory out.
+
+The library API is ``Memory``; every command of the CLI is one of its methods::
+
+    from memctl import IngestOptions, Memory
+
+    memory = Memory.open("memory.db")
+    memory.ingest([Path("~/.claude/projects").expanduser()], IngestOptions(from_mtime=True))
+    for fact in memory.recall("which database does billing use", as_of="2025-03-01T00:00:00.000000Z").results:
+        print(fact.fact, fact.valid_at, fact.status)
+
+Names are imported lazily, so ``import memctl`` (and ``memctl --help``) stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memctl.errors import (Ambiguous, BadInput, FileRefused, LLMUnavailable, MemctlError, NotFound,
+                               NothingToExtract, NotUndoable)
+    from memctl.extract import Extractor, Request, Result, build_extractor
+    from memctl.memory import Memory
+    from memctl.results import (DateFix, Effects, EpisodeDetail, EpisodeSummary, Fact, FactChange, History,
+                                IngestReport, Operation, RebuildResult, RecallResult, RepairResult, RetryResult, Slot,
+                                Stats, StoredAssertion, UndoPlan)
+    from memctl.sources import IngestOptions
+
+_HOMES = {
+    "memctl.memory": ["Memory"],
+    "memctl.sources": ["IngestOptions"],
+    "memctl.extract": ["Extractor", "Request", "Result", "build_extractor"],
+    "memctl.errors": ["MemctlError", "BadInput", "NotFound", "Ambiguous", "NotUndoable", "NothingToExtract",
+                      "FileRefused", "LLMUnavailable"],
+    "memctl.results": ["RecallResult", "Fact", "History", "Slot", "EpisodeSummary", "EpisodeDetail", "StoredAssertion",
+                       "Stats", "Operation", "IngestReport", "UndoPlan", "Effects", "FactChange", "RetryResult",
+                       "RepairResult", "DateFix", "RebuildResult"],
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME_OF:
+        raise AttributeError(f"module 'memctl' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME_OF[name]), name)

@@ -144,7 +144,7 @@ def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str 
         if fact is None:
             touched.slots.add(row.slot)
         elif not start_move_is_inert(*fact, old, new):
-            if fact[3] == "many":  # values of a many-valued slot do not interact
+            if fact.cardinality == "many":  # values of a many-valued slot do not interact
                 touched.values.add((*row.slot, row.names[1][0]))
             else:
                 touched.slots.add(row.slot)

@@ -151,6 +151,7 @@ class Connections:
         self._owner = threading.get_ident()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()  # not the writer's lock: a reader never waits for a write
 
     @contextmanager
     def writing(self) -> Iterator[Database]:
@@ -169,13 +170,13 @@ class Connections:
         if reader is None:
             conn = _connect(self.path)
             conn.execute("PRAGMA query_only = ON")
-            with self._lock:
+            with self._readers_lock:
                 self._readers.append(conn)
             reader = self._local.db = Database(conn)
         yield reader
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._readers_lock:
             for conn in self._readers:
                 conn.close()
             self._readers.clear()

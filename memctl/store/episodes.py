@@ -6,13 +6,14 @@ touched, so the caller recomputes each touched slot once per transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from sqlite_utils import Database
 
 from memctl import names
-from memctl.model import Episode
+from memctl.model import Assertion, Episode
 from memctl.store import in_chunks
 from memctl.store.facts import Slot, SlotChanges, Value, recompute_slots
 from memctl.store.naming import mention_rank, name_from_new_mentions, rename_entities
@@ -63,9 +64,9 @@ def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]
         found.update(db.execute(f"SELECT name_key, id FROM entities WHERE name_key IN ({marks})", chunk).fetchall())
     for key, form in by_key.items():
         if key not in found:
-            found[key] = db.execute(
-                "INSERT INTO entities (name, name_key, created_at) VALUES (?, ?, ?)", [form, key, at]
-            ).lastrowid
+            inserted = db.execute("INSERT INTO entities (name, name_key, created_at) VALUES (?, ?, ?)", [form, key, at])
+            assert inserted.lastrowid is not None  # an INSERT into a rowid table always has one
+            found[key] = inserted.lastrowid
     return {form: found[names.entity_key(form)] for form in surface_forms}
 
 
@@ -167,7 +168,19 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
     result.touched.slots |= slots
 
 
-def insert_assertions(db: Database, to_store: list[Episode], at: str) -> tuple[int, set[Slot]]:
+class Extracted(Protocol):
+    """An episode with the assertions to store for it: one read now, or a stored one retried."""
+
+    @property
+    def id(self) -> str: ...
+
+    reference_time: str
+    assertions: list[Assertion]
+    extraction: str
+    extraction_error: str | None
+
+
+def insert_assertions(db: Database, to_store: Sequence[Extracted], at: str) -> tuple[int, set[Slot]]:
     """The episodes' assertions as new rows; how many, and the slots they touch."""
     slots: set[Slot] = set()
     forms = {form for e in to_store for a in e.assertions for form in (a.subject, a.object)}
@@ -202,7 +215,7 @@ def insert_assertions(db: Database, to_store: list[Episode], at: str) -> tuple[i
     return len(rows), slots
 
 
-def replace_assertions(db: Database, episodes: list[Episode], at: str, operation_id: str) -> Touched:
+def replace_assertions(db: Database, episodes: Sequence[Extracted], at: str, operation_id: str) -> Touched:
     """Retry: each episode's active assertions expire at ``at`` and its new ones take their
     place. The old ones stay in the history, so ``--known-at`` still sees them, and
     ``revert_retry`` can bring them back; the old extraction state is journaled for it."""
@@ -232,7 +245,8 @@ def revert_retry(db: Database, operation_id: str, retried_at: str, at: str) -> t
     """
     journal = db.execute("SELECT episode_id, old_extraction, old_extraction_error FROM retries "
                          "WHERE operation_id = ? ORDER BY episode_id", [operation_id]).fetchall()
-    reverted, left = [], []
+    reverted: list[str] = []
+    left: list[str] = []
     for episode_id, _, _ in journal:
         changed_since = db.execute(
             """SELECT NOT EXISTS (SELECT 1 FROM episodes WHERE id = :e AND status = 'active')
@@ -256,7 +270,8 @@ def revert_undo(db: Database, episode_ids: list[str], undone_at: str, at: str) -
     An episode changed since (ingested again, purged) is left as it is. Returns what was
     touched, the episodes brought back and those left.
     """
-    back, left = [], []
+    back: list[str] = []
+    left: list[str] = []
     for episode_id in episode_ids:
         changed_since = db.execute(
             """SELECT NOT EXISTS (SELECT 1 FROM episodes WHERE id = :e AND status = 'undone')

@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlite_utils import Database
 
-MIDNIGHT = "T00:00:00.000000Z"  # MERGE: from the dates module
 from memctl.store import in_chunks
+
+MIDNIGHT = "T00:00:00.000000Z"  # MERGE: from the dates module
 
 Dated = tuple[str | None, str | None, str | None]  # a date column's (value, evidence, precision)
 
@@ -95,16 +97,23 @@ def stored_dates(db: Database, assertion_ids: list[int]) -> dict[int, StoredDate
     return found
 
 
-def current_fact_of(db: Database, assertion_ids: list[int]) -> dict[int, tuple]:
-    """(valid_at, invalid_at, end_reason, cardinality) of the one current fact each assertion supports."""
-    found: dict[int, list[tuple]] = defaultdict(list)
+class SupportedFact(NamedTuple):
+    valid_at: str
+    invalid_at: str | None
+    end_reason: str | None
+    cardinality: str
+
+
+def current_fact_of(db: Database, assertion_ids: list[int]) -> dict[int, SupportedFact]:
+    """The one current fact each assertion supports."""
+    found: dict[int, list[SupportedFact]] = defaultdict(list)
     for chunk, marks in in_chunks(assertion_ids):
         for assertion_id, *fact in db.execute(
             f"""SELECT p.assertion_id, f.valid_at, f.invalid_at, f.end_reason, f.cardinality
                 FROM fact_provenance p JOIN facts f ON f.id = p.fact_id AND f.expired_at IS NULL
                 WHERE p.assertion_id IN ({marks})""", chunk
         ):
-            found[assertion_id].append(tuple(fact))
+            found[assertion_id].append(SupportedFact(*fact))
     # More than one would mean the facts are out of step; then nothing is skipped.
     return {assertion_id: facts[0] for assertion_id, facts in found.items() if len(facts) == 1}
 

@@ -1,0 +1,74 @@
+"""A Memory opened in one thread serves calls from others, as an MCP server makes them."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from memctl.memory import Memory
+from memctl.sources import IngestOptions
+from memctl.store.connection import write_transaction
+from tests.conftest import FakeClock
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "team.facts.jsonl"
+
+
+def test_reads_in_other_threads_do_not_wait_for_a_write_and_see_only_what_was_committed(tmp_path):
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory.ingest([FIXTURE], IngestOptions())
+    episodes = memory.stats().episodes
+    with ThreadPoolExecutor(2) as pool, memory.connections.writing() as db, write_transaction(db):
+        # A write in progress in this thread: another thread's reader neither waits for
+        # the lock nor sees the uncommitted row.
+        db.execute("UPDATE episodes SET status = 'undone'")
+        assert pool.submit(lambda: memory.stats().episodes).result(timeout=30) == episodes
+        assert pool.submit(lambda: len(memory.recall("billing").results)).result(timeout=30) > 0
+    assert memory.stats().episodes == 0  # committed now, and the opening thread sees it
+    memory.close()
+
+
+def test_calls_from_many_threads_at_once_give_the_answers_one_thread_gives(tmp_path):
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory.ingest([FIXTURE], IngestOptions())
+    kinds = ("recall", "history", "episodes")
+
+    def read(n: int) -> tuple[str, object]:
+        """One of three reads, as what it says (fact versions get new ids when redone)."""
+        kind = kinds[n % 3]
+        if kind == "recall":
+            found = memory.recall("which database does billing use", as_of="2024-03-01T00:00:00.000000Z").results
+            return kind, [(f.object, f.valid_at, f.invalid_at, f.status, f.episodes) for f in found]
+        if kind == "history":
+            return kind, [(s.predicate, f.object, f.valid_at, f.invalid_at, f.status)
+                          for s in memory.history("billing").slots for f in s.facts]
+        return kind, [e.to_json() for e in memory.episodes()]
+
+    expected = [read(n) for n in range(3)]
+    ids = [e.id for e in memory.episodes()]
+
+    def undo_and_redo(episode_id: str) -> bool:
+        # Writes from worker threads take turns on the one writer; each leaves the store as it found it.
+        undone = memory.undo([episode_id], apply=True)
+        redone = memory.undo([undone.operation_id], apply=True)
+        return undone.applied and redone.applied
+
+    with ThreadPoolExecutor(6) as pool:
+        writes = [pool.submit(undo_and_redo, episode_id) for episode_id in ids[:3]]
+        reads = [pool.submit(read, n) for n in range(60)]
+        assert all(write.result(timeout=60) for write in writes)
+        results = [read.result(timeout=60) for read in reads]
+    assert {kind for kind, _ in results} == set(kinds)  # every kind of read answered, none raised
+    # Once the writes are done, every thread reads the state the opening thread started from.
+    with ThreadPoolExecutor(3) as pool:
+        assert [pool.submit(read, n).result(timeout=30) for n in range(3)] == expected
+    memory.close()
+
+
+def test_an_in_memory_database_is_shared_by_every_thread(clock):
+    memory = Memory.open(":memory:", clock)
+    memory.ingest([FIXTURE], IngestOptions())
+    with ThreadPoolExecutor(4) as pool:
+        counts = list(pool.map(lambda _: memory.stats().episodes, range(8)))
+        undone = pool.submit(lambda: memory.undo([memory.episodes()[0].id], apply=True)).result(timeout=30)
+    assert undone.applied and counts == [5] * 8 and memory.stats().episodes == 4
+    memory.close()
