@@ -40,7 +40,6 @@ Claude.ai export (``claude_ai``), which has the same shape of problem.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +72,6 @@ _PART_KINDS = {
     "real_time_user_audio_video_asset_pointer": "audio",
 }
 _TEXT_TYPES = ("text", "multimodal_text")
-_EPOCH_STRING = re.compile(r"^\d{9,}(?:\.\d+)?$")
 
 
 # --- shared with claude_ai ------------------------------------------------------------
@@ -84,40 +82,20 @@ class Malformed(ValueError):
 
 
 def instant(value: object) -> str | None:
-    """A record's time in storage form; None when absent (null, empty, zero or negative).
+    """A record's time in storage form (``memctl.times.record_time_to_storage``).
 
-    Epoch numbers in s, ms, µs or ns by magnitude (``memctl.times.epoch_number_to_storage``).
-    Strings: an ISO instant, or
-    an epoch number written as a string. Raises Malformed for anything else.
+    None when absent: the exports write null, an empty string or a zero (or negative)
+    number for a time they do not know. Raises Malformed for anything else that is not a
+    time.
     """
-    if value is None:
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return None
-        if _EPOCH_STRING.match(text):
-            return instant(text if float(text) > 0 else 0)
-        try:
-            return times.normalize_instant(text)
-        except times.BadInstant:
-            raise Malformed(f"{value!r} is not a time") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Malformed(f"{value!r} is not a time")
-    if isinstance(value, (int, float)) and value <= 0:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
         return None
     try:
-        return times.epoch_number_to_storage(value)
+        return times.record_time_to_storage(value)
     except times.BadInstant as error:
         raise Malformed(str(error)) from None
-
-
-def quiet_instant(value: object) -> str | None:
-    """``instant`` where a bad value only means "no time" (neighbours, sessions)."""
-    try:
-        return instant(value)
-    except Malformed:
-        return None
 
 
 def count(into: dict[str, int], key: str, n: int = 1) -> None:
@@ -265,7 +243,7 @@ def _conversation(conversation: dict, mapping: dict, index: int, base: int) -> I
         message = _message(mapping[node_id], node_id, numbers[node_id], conversation_id, where)
         if message is not None:
             messages.append(message)
-    yield from assemble(messages, quiet_instant(conversation.get("create_time")))
+    yield from assemble(messages, times.record_time_or_none(conversation.get("create_time")))
 
     on_branch = set(branch)
     for node_id, node in mapping.items():
@@ -299,7 +277,7 @@ def _newest_leaf(mapping: dict) -> str | None:
         if node_id in parents or not isinstance(node, dict):
             continue
         message = node.get("message")
-        time = (quiet_instant(message.get("create_time")) if isinstance(message, dict) else None) or ""
+        time = (times.record_time_or_none(message.get("create_time")) if isinstance(message, dict) else None) or ""
         if best is None or time >= best_time:
             best, best_time = node_id, time
     return best
@@ -370,7 +348,7 @@ def _message(node: object, node_id: str, position: int, conversation_id: str | N
             identity=f"{conversation_id}:{message_id}" if conversation_id else None,
         )
 
-    time = quiet_instant(message.get("create_time"))
+    time = times.record_time_or_none(message.get("create_time"))
     if metadata.get("is_visually_hidden_from_conversation"):
         return Message(position, "other", time=time, skip=Skipped(position, HIDDEN))
     if role == "system":

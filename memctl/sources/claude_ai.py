@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from memctl import times
 from memctl.sources import IngestOptions, Skipped, Turn
 from memctl.sources.chatgpt import (
     ABANDONED,
@@ -46,7 +47,6 @@ from memctl.sources.chatgpt import (
     count,
     export_turns,
     instant,
-    quiet_instant,
 )
 
 # A root message's parent is this sentinel rather than null.
@@ -67,7 +67,7 @@ def _conversation(conversation: dict, chat: list, index: int, base: int) -> Iter
     if cycle:
         yield Skipped(base + 1, f"{where}: parent_message_uuid links form a cycle", malformed=True)
     messages = [_message(chat[i], base + 1 + i, conversation_id, where) for i in branch]
-    yield from assemble(messages, quiet_instant(conversation.get("created_at")))
+    yield from assemble(messages, times.record_time_or_none(conversation.get("created_at")))
 
     on_branch = set(branch)
     for i, item in enumerate(chat):
@@ -93,7 +93,7 @@ def _branch(chat: list, leaf: object) -> tuple[list[int], bool]:
         for uuid, i in by_id.items():
             if uuid in referenced:
                 continue
-            time = quiet_instant(chat[i].get("created_at")) or ""
+            time = times.record_time_or_none(chat[i].get("created_at")) or ""
             if newest is None or time > newest_time or (time == newest_time and i > newest):
                 newest, newest_time = i, time
         if newest is None:  # every message is some message's parent: links go round

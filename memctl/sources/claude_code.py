@@ -252,7 +252,7 @@ def _assemble(
             counts[name] = counts.get(name, 0) + n
         time, source = head.time, "record"
         if time is None:
-            time = _ancestor_time(head.parent, nodes) or _instant_or_none(first_reply_time.get(key))
+            time = _ancestor_time(head.parent, nodes) or times.record_time_or_none(first_reply_time.get(key))
             source = "session"
         items.append(
             Turn(
@@ -280,21 +280,12 @@ def _optional_str(value: dict, key: str, strict: bool) -> str | None:
     return None
 
 
-def _instant_or_none(stamp: str | None) -> str | None:
-    if stamp is None:
-        return None
-    try:
-        return times.normalize_instant(stamp)
-    except times.BadInstant:
-        return None
-
-
 def _ancestor_time(uuid: str | None, nodes: dict[str, tuple[str | None, str | None]]) -> str | None:
     """The time of the nearest line above in the tree that has one."""
     steps = 0
     while uuid is not None and uuid in nodes and steps <= len(nodes):
         parent, stamp = nodes[uuid]
-        found = _instant_or_none(stamp)
+        found = times.record_time_or_none(stamp)
         if found is not None:
             return found
         uuid, steps = parent, steps + 1
@@ -400,9 +391,9 @@ def _user_line(
         return head, EMPTY_TURN
     if stamp is not None:
         try:
-            head.time = times.normalize_instant(stamp, what="timestamp")
+            head.time = times.record_time_to_storage(stamp)
         except times.BadInstant as error:
-            raise _Malformed(str(error)) from None
+            raise _Malformed(f"timestamp {error}") from None
     head.text = "\n\n".join(kept)
     return head, None
 

@@ -231,7 +231,7 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
         raw_time = value.get("timestamp")
         if raw_time is not None:
             try:
-                stamp = times.normalize_instant(raw_time, what="timestamp")
+                stamp = times.record_time_to_storage(raw_time)
             except times.BadInstant:
                 bad_time = True
 
@@ -252,10 +252,7 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
                 meta_seen = True
                 if isinstance(payload.get("id"), str) and payload["id"]:
                     session_id = payload["id"]
-                try:
-                    started = times.normalize_instant(payload.get("timestamp"), what="session start")
-                except times.BadInstant:
-                    started = None
+                started = times.record_time_or_none(payload.get("timestamp"))
                 last_time = last_time or started or stamp
             if stamp:
                 last_time = stamp

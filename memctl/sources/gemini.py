@@ -86,15 +86,6 @@ def _parts(content: object) -> tuple[str, dict[str, int]]:
     return "\n".join(t for t in texts if t.strip()), left_out
 
 
-def _instant(value: object) -> str | None:
-    if value is None:
-        return None
-    try:
-        return times.normalize_instant(value, what="timestamp")
-    except times.BadInstant:
-        return None
-
-
 def _between(before: tuple[float, str] | None, after: tuple[float, str] | None, at: float) -> str | None:
     """The time at position ``at`` between two known (position, time) points."""
     if before is None and after is None:
@@ -120,13 +111,13 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
 
     # Known times by position: startTime at -1, each message's own, lastUpdated at the end.
     known: list[tuple[float, str]] = []
-    start_time = _instant(data.get("startTime"))
+    start_time = times.record_time_or_none(data.get("startTime"))
     if start_time:
         known.append((-1, start_time))
     for index, message in enumerate(messages):
-        if isinstance(message, dict) and (stamp := _instant(message.get("timestamp"))):
+        if isinstance(message, dict) and (stamp := times.record_time_or_none(message.get("timestamp"))):
             known.append((index, stamp))
-    end_time = _instant(data.get("lastUpdated"))
+    end_time = times.record_time_or_none(data.get("lastUpdated"))
     if end_time:
         known.append((len(messages), end_time))
 
@@ -171,7 +162,7 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
         if kind == "user":
             yield from flush()
             raw_time = message.get("timestamp")
-            stamp = _instant(raw_time)
+            stamp = times.record_time_or_none(raw_time)
             if raw_time is not None and stamp is None:
                 yield Skipped(position, "bad timestamp", malformed=True)
                 continue

@@ -7,8 +7,9 @@ Its time, first that works:
 
 1. ``date:`` in the front matter, then ``created:`` (top-level keys, any case; quotes
    and a trailing ``# comment`` are dropped). Only that key is read, without a YAML
-   library. The value is ISO-8601 read like every memctl input: a bare date is 00:00 UTC,
-   a naive datetime is UTC, an offset is honoured.
+   library. The value is read as every format reads a record's time
+   (``memctl.times.record_time_to_storage``): ISO-8601, where a bare date is 00:00 UTC, a
+   naive datetime is UTC and an offset is honoured, or an epoch number.
 2. A date in the file name: ``2024-03-05-standup.md``, ``notes_20240305.txt``,
    ``2024_03_05.md``, ``2024.03.05.txt`` (the same separator twice, or none; not part of a
    longer run of digits; years 1900–2099), as 00:00 UTC that day.
@@ -59,7 +60,7 @@ def front_matter_time(lines: list[str]) -> str | None:
     for key in FRONT_MATTER_KEYS:
         if key in found:
             try:
-                return times.normalize_instant(_scalar(found[key]), what=key)
+                return times.record_time_to_storage(_scalar(found[key]))
             except times.BadInstant:
                 continue
     return None
