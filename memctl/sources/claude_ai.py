@@ -39,15 +39,7 @@ from pathlib import Path
 
 from memctl import times
 from memctl.sources import IngestOptions, Skipped, Turn
-from memctl.sources.chatgpt import (
-    ABANDONED,
-    Malformed,
-    Message,
-    assemble,
-    count,
-    export_turns,
-    instant,
-)
+from memctl.sources.exports import ABANDONED, Malformed, Message, assemble, count, export_turns, instant
 
 # A root message's parent is this sentinel rather than null.
 _ROOT = "00000000-0000-4000-8000-000000000000"
