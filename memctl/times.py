@@ -11,8 +11,12 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING
 
 from dateutil.parser import isoparse
+
+if TYPE_CHECKING:
+    from memctl.model import Precision
 
 EXAMPLE = "2025-03-01 or 2025-03-01T14:30:00Z"
 
@@ -32,7 +36,7 @@ class BadInstant(ValueError):
 @dataclass(frozen=True)
 class ParsedInstant:
     at: datetime  # aware, UTC
-    precision: str  # instant | day | month | year (memctl.model.Precision)
+    precision: Precision
 
 
 def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
@@ -60,6 +64,7 @@ def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
         at = parsed.astimezone(UTC)
     except OverflowError:
         raise BadInstant(f"{what} {text!r} is out of range; example: {EXAMPLE}") from None
+    precision: Precision
     if _YEAR.match(stripped):
         precision = "year"
     elif _MONTH.match(stripped):

@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import jsonlines
 
@@ -99,14 +100,15 @@ def fallback_reference_time(path: Path, options: IngestOptions) -> tuple[str, st
 class _NumberedLines:
     """Lines of a text file that remember the number and text of the last one read."""
 
-    def __init__(self, handle):
+    def __init__(self, handle: BinaryIO):
         self._handle = handle
         self.number = 0
-        self.text = ""
+        self.text = b""
 
-    def __iter__(self) -> Iterator[str]:
-        for self.number, self.text in enumerate(self._handle, 1):
-            yield self.text
+    def __iter__(self) -> Iterator[bytes]:
+        for number, text in enumerate(self._handle, 1):
+            self.number, self.text = number, text
+            yield text
 
 
 def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, object]]:
@@ -127,7 +129,7 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, o
                 if strict:
                     raise BadInput(f"{path}:{error.lineno}: {error.args[0]}") from None
                 value = BadLine(error.args[0])
-            raw = lines.text.decode("utf-8", errors="replace") if isinstance(lines.text, bytes) else lines.text
+            raw = lines.text.decode("utf-8", errors="replace")
             yield lines.number, raw, value
 
 

@@ -130,8 +130,7 @@ def _is_visible_user_message(node: object) -> bool:
     message = node.get("message") if isinstance(node, dict) else None
     if not isinstance(message, dict):
         return False
-    author, content = message.get("author"), message.get("content")
-    metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+    author, content, metadata = message.get("author"), message.get("content"), _metadata(message)
     return (
         isinstance(author, dict)
         and author.get("role") == "user"
@@ -140,6 +139,11 @@ def _is_visible_user_message(node: object) -> bool:
         and not metadata.get("is_visually_hidden_from_conversation")
         and not metadata.get("is_user_system_message")
     )
+
+
+def _metadata(message: dict) -> dict:
+    metadata = message.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}
 
 
 def _message(node: object, node_id: str, position: int, conversation_id: str | None, where: str) -> Message | None:
@@ -162,7 +166,7 @@ def _message(node: object, node_id: str, position: int, conversation_id: str | N
     content = message.get("content")
     if not isinstance(content, dict):
         return malformed("message has no content object", "user" if role == "user" else "other")
-    metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+    metadata = _metadata(message)
     content_type = content.get("content_type")
     message_id = message.get("id") if isinstance(message.get("id"), str) else node_id
 
@@ -210,7 +214,8 @@ def _message(node: object, node_id: str, position: int, conversation_id: str | N
         except Malformed as error:
             return malformed(str(error), "assistant")
     else:
-        count(left_out, _KINDS.get(content_type, content_type if isinstance(content_type, str) else "unknown"))
+        kind = content_type if isinstance(content_type, str) else "unknown"
+        count(left_out, _KINDS.get(kind, kind))
     return Message(position, "assistant", text, left_out, time)
 
 
@@ -234,7 +239,7 @@ def _parts(content: dict) -> tuple[str, dict[str, int]]:
                 if part["text"].strip():
                     texts.append(part["text"])
             else:
-                count(left_out, _PART_KINDS.get(kind, "attachment"))
+                count(left_out, _PART_KINDS.get(kind, "attachment") if isinstance(kind, str) else "attachment")
         elif part is not None:
             raise Malformed(f"content.parts holds a {type(part).__name__}")
     return "\n".join(texts), left_out

@@ -93,15 +93,15 @@ def _branch(chat: list, leaf: object) -> tuple[list[int], bool]:
         leaf = chat[newest]["uuid"]
     chain: list[int] = []
     seen: set[int] = set()
-    i = by_id[leaf]
-    while i is not None:
-        if i in seen:
+    at: int | None = by_id[leaf]
+    while at is not None:
+        if at in seen:
             chain.reverse()
             return chain, True
-        seen.add(i)
-        chain.append(i)
-        up = parent.get(i)
-        i = by_id.get(up) if up not in (None, _ROOT) else None
+        seen.add(at)
+        chain.append(at)
+        up = parent.get(at)
+        at = by_id.get(up) if up not in (None, _ROOT) else None
     chain.reverse()
     return chain, False
 
@@ -157,10 +157,10 @@ def _text(item: dict) -> tuple[str, dict[str, int]]:
     pieces: list[str] = []
     gap = False  # a left-out block stood since the last text block
     for block in blocks:
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        block_type = block.get("type") if isinstance(block, dict) else None
+        if not isinstance(block_type, str):
             raise Malformed("a content block has no type")
-        kind = block["type"]
-        if kind == "text":
+        if block_type == "text":
             text = block.get("text")
             if not isinstance(text, str):
                 raise Malformed("a text block's text is not a string")
@@ -169,6 +169,6 @@ def _text(item: dict) -> tuple[str, dict[str, int]]:
             pieces.append(text)
             gap = False
         else:
-            count(left_out, _KINDS.get(kind, kind))
+            count(left_out, _KINDS.get(block_type, block_type))
             gap = True
     return "".join(pieces), left_out

@@ -306,6 +306,11 @@ def _content(value: dict) -> str | list:
     raise _Malformed("message.content is neither text nor a list of blocks")
 
 
+def _block_type(block: dict) -> str:
+    kind = block.get("type")
+    return kind if isinstance(kind, str) else "unknown"
+
+
 def _block_text(block: dict) -> str:
     text = block.get("text")
     if not isinstance(text, str):
@@ -334,7 +339,7 @@ def _assistant_part(value: dict, line: int, uuid: str | None, parent: str | None
             part.blocks.append((("text", content), "text", content.strip()))
         return part
     for block in content:
-        block_type = block.get("type") if isinstance(block.get("type"), str) else "unknown"
+        block_type = _block_type(block)
         if block_type == "text":
             text = _block_text(block)
             if text.strip():
@@ -365,7 +370,7 @@ def _user_line(
         # Tool output (or a tool call the user refused): part of the ongoing exchange.
         part = _Part(line, uuid, parent, message=uuid, time=stamp)
         for block in blocks:
-            block_type = block.get("type") if isinstance(block.get("type"), str) else "unknown"
+            block_type = _block_type(block)
             part.blocks.append(((block_type, line, len(part.blocks)), block_type, None))
         return part
     if value.get("isMeta") or value.get("isVisibleInTranscriptOnly"):
@@ -380,7 +385,7 @@ def _user_line(
 
     kept: list[str] = []
     for block in blocks:
-        block_type = block.get("type") if isinstance(block.get("type"), str) else "unknown"
+        block_type = _block_type(block)
         if block_type != "text":
             head.left_out[block_type] = head.left_out.get(block_type, 0) + 1
             continue

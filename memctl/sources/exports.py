@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memctl import times
 from memctl.errors import FileRefused
@@ -147,8 +147,13 @@ def conversations(path: Path, data: object, key: str, what: str) -> list:
     return data
 
 
-def export_turns(path: Path, key: str, kind: type, label: str,
-                 conversation_turns: Callable[[dict, Any, int, int], Iterable[Turn | Skipped]]) -> Iterator[Turn | Skipped]:
+# What holds a conversation's messages: ChatGPT's mapping (an object), Claude.ai's list.
+Container = TypeVar("Container", dict[str, Any], list[Any])
+
+
+def export_turns(path: Path, key: str, kind: type[Container], label: str,
+                 conversation_turns: Callable[[dict[str, Any], Container, int, int], Iterable[Turn | Skipped]],
+                 ) -> Iterator[Turn | Skipped]:
     """The turns of a JSON export of conversations, each conversation's in position order.
 
     ``conversation_turns(conversation, container, index, base)`` reads one conversation

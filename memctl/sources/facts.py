@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from memctl import times
 from memctl.errors import BadInput
-from memctl.model import Assertion, Episode, content_hash
+from memctl.model import Assertion, Episode, Evidence, Precision, content_hash
 from memctl.sources import IngestOptions, fallback_reference_time, read_jsonl
 
 
@@ -60,42 +60,47 @@ def _instant(value: str | None, what: str) -> times.ParsedInstant | None:
     return None if value is None else times.parse_instant(value, what=what)
 
 
+# A bound of a fact's interval: (storage time, evidence, precision), or all None.
+_Bound = tuple[str | None, Evidence | None, Precision | None]
+_UNBOUNDED: _Bound = (None, None, None)
+
+
+def _bound(given: times.ParsedInstant | None, reference_time: str | None) -> _Bound:
+    """The date the line gives (``explicit``), else ``reference_time`` (``reference``), else none."""
+    if given is not None:
+        return times.to_storage(given.at), "explicit", given.precision
+    if reference_time is not None:
+        return reference_time, "reference", "instant"
+    return _UNBOUNDED
+
+
 def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None) -> Assertion:
     where = f"facts[{index}]"
     valid = _instant(item.valid_at, f"{where}.valid_at")
     invalid = _instant(item.invalid_at, f"{where}.invalid_at")
     extracted = _instant(item.extracted_at, f"{where}.extracted_at")
     if item.retracted:
-        valid_at = None
-        invalid_at, invalid_evidence, invalid_precision = (
-            (times.to_storage(invalid.at), "explicit", invalid.precision) if invalid
-            else (reference_time, "reference", "instant")
-        )
+        valid_at, valid_evidence, valid_precision = _UNBOUNDED
+        invalid_at, invalid_evidence, invalid_precision = _bound(invalid, reference_time)
     else:
-        valid_at, valid_evidence, valid_precision = (
-            (times.to_storage(valid.at), "explicit", valid.precision) if valid
-            else (reference_time, "reference", "instant")
-        )
-        invalid_at, invalid_evidence, invalid_precision = (
-            (times.to_storage(invalid.at), "explicit", invalid.precision) if invalid else (None, None, None)
-        )
-    fields = dict(
-        subject=item.subject,
-        predicate=item.predicate,
-        object=item.object,
-        fact=item.fact or f"{item.subject} {item.predicate.replace('_', ' ')} {item.object}",
-        valid_at=valid_at,
-        valid_at_evidence=None if item.retracted else valid_evidence,
-        valid_at_precision=None if item.retracted else valid_precision,
-        invalid_at=invalid_at,
-        invalid_at_evidence=invalid_evidence,
-        invalid_at_precision=invalid_precision,
-        cardinality=item.cardinality,
-        extractor="facts",
-        extracted_at=times.to_storage(extracted.at) if extracted else line_extracted_at,
-    )
+        valid_at, valid_evidence, valid_precision = _bound(valid, reference_time)
+        invalid_at, invalid_evidence, invalid_precision = _bound(invalid, None)
     try:
-        return Assertion(**fields)
+        return Assertion(
+            subject=item.subject,
+            predicate=item.predicate,
+            object=item.object,
+            fact=item.fact or f"{item.subject} {item.predicate.replace('_', ' ')} {item.object}",
+            valid_at=valid_at,
+            valid_at_evidence=valid_evidence,
+            valid_at_precision=valid_precision,
+            invalid_at=invalid_at,
+            invalid_at_evidence=invalid_evidence,
+            invalid_at_precision=invalid_precision,
+            cardinality=item.cardinality,
+            extractor="facts",
+            extracted_at=times.to_storage(extracted.at) if extracted else line_extracted_at,
+        )
     except ValidationError as error:
         raise ValueError(f"{where}: {_first_message(error)}") from None
 
@@ -125,7 +130,7 @@ def parse(path: Path, options: IngestOptions) -> Iterator[Episode]:
                 reference_time, reference_source = fallback
             line_extracted = _instant(line.extracted_at, "extracted_at")
             assertions = [
-                _assertion(item, index, reference_time, line_extracted and times.to_storage(line_extracted.at))
+                _assertion(item, index, reference_time, times.to_storage(line_extracted.at) if line_extracted else None)
                 for index, item in enumerate(line.facts)
             ]
         except BadInput:

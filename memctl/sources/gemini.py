@@ -88,10 +88,8 @@ def _parts(content: object) -> tuple[str, dict[str, int]]:
 
 def _between(before: tuple[float, str] | None, after: tuple[float, str] | None, at: float) -> str | None:
     """The time at position ``at`` between two known (position, time) points."""
-    if before is None and after is None:
-        return None
     if before is None:
-        return after[1]
+        return after[1] if after is not None else None
     if after is None or after[1] <= before[1]:
         return before[1]
     start, end = times.from_storage(before[1]), times.from_storage(after[1])
