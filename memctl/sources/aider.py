@@ -51,7 +51,10 @@ from dateutil import tz as dateutil_tz
 
 from memctl import times
 from memctl.errors import BadInput
-from memctl.sources import IngestOptions, Skipped, Turn
+from memctl.sources import Head, IngestOptions, Skipped, Turn
+
+NAME = "aider"
+CHAT_HISTORY = ".aider.chat.history.md"
 
 HEADER_PREFIX = "# aider chat started at"
 _HEADER = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\s*$")
@@ -59,6 +62,13 @@ USER_PREFIX = "#### "
 TOOL_PREFIX = "> "
 
 COMMAND_ONLY = "aider command with no reply"
+
+
+def sniff(path: Path, head: Head) -> bool | None:
+    if path.name == CHAT_HISTORY:
+        return True
+    # Aider's input history and raw LLM log hold no conversation, whatever their suffix.
+    return None if path.name.startswith(".aider.") else False
 
 
 def zone(name: str | None) -> tzinfo:

@@ -35,10 +35,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import BadLine, IngestOptions, Skipped, Turn, read_jsonl
+from memctl.sources import BadLine, Head, IngestOptions, Skipped, Turn, read_jsonl
 
 # This format takes every shape of time a log may hold; the rule is the one all formats share.
 from memctl.times import record_time_to_storage as time_to_storage
+
+NAME = "jsonl"
 
 ROLE_KEYS = ("role", "author", "speaker")
 CONTENT_KEYS = ("content", "text", "message")
@@ -49,6 +51,10 @@ USER_ROLES = frozenset({"user", "human"})
 ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model", "gpt"})
 OTHER_ROLES = frozenset({"system", "tool", "function", "developer"})  # left out, counted
 TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+
+def sniff(path: Path, head: Head) -> bool:
+    return isinstance(head.jsonl_record, dict) and any(key in head.jsonl_record for key in ROLE_KEYS)
+
 
 def _first(record: dict, keys: tuple[str, ...]) -> tuple[str | None, object]:
     for key in keys:

@@ -44,8 +44,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import IngestOptions, Skipped, Turn
+from memctl.sources import Head, IngestOptions, Skipped, Turn
 from memctl.sources.exports import ABANDONED, SYSTEM, Malformed, Message, assemble, count, export_turns, instant
+
+NAME = "chatgpt"
 
 # Reasons for deliberate skips: fixed strings, so a summary can group them.
 HIDDEN = "hidden message"
@@ -66,6 +68,10 @@ _PART_KINDS = {
     "real_time_user_audio_video_asset_pointer": "audio",
 }
 _TEXT_TYPES = ("text", "multimodal_text")
+
+
+def sniff(path: Path, head: Head) -> bool:
+    return '"mapping"' in head.json_text
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:

@@ -38,12 +38,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import IngestOptions, Skipped, Turn
+from memctl.sources import Head, IngestOptions, Skipped, Turn
 from memctl.sources.exports import ABANDONED, Malformed, Message, assemble, count, export_turns, instant
+
+NAME = "claude-ai"
 
 # A root message's parent is this sentinel rather than null.
 _ROOT = "00000000-0000-4000-8000-000000000000"
 _KINDS = {"redacted_thinking": "thinking"}
+
+
+def sniff(path: Path, head: Head) -> bool:
+    return '"chat_messages"' in head.json_text
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:

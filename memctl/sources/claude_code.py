@@ -44,7 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import BadLine, IngestOptions, Skipped, Turn, read_jsonl
+from memctl.sources import BadLine, Head, IngestOptions, Skipped, Turn, read_jsonl
+
+NAME = "claude-code"
 
 # Reasons for Skipped; tests and the ingest report group by them.
 GENERATED_TITLE = "generated title"
@@ -121,6 +123,16 @@ class _Part:
     blocks: list[tuple[object, str, str | None]] = field(default_factory=list)  # (key, type, text)
     time: str | None = None  # raw timestamp, only to date a turn that has none
     assistant: bool = False
+
+
+def sniff(path: Path, head: Head) -> bool:
+    """A first line with Claude Code's keys: a message, a title, or the snapshot newer sessions start with."""
+    record = head.jsonl_record
+    return isinstance(record, dict) and (
+        "sessionId" in record or "leafUuid" in record or "parentUuid" in record
+        or record.get("type") == "summary"
+        or (record.get("type") == "file-history-snapshot" and "snapshot" in record)
+    )
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:

@@ -51,7 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import BadLine, IngestOptions, Skipped, Turn, read_jsonl
+from memctl.sources import BadLine, Head, IngestOptions, Skipped, Turn, read_jsonl
+
+NAME = "codex"
 
 COMPACTION = "compaction summary"
 INJECTED = "context injected as a user message, not typed by the user"
@@ -172,6 +174,12 @@ def _content(content: object) -> tuple[str, int, int]:
 def _session_from_name(path: Path) -> str:
     found = _SESSION_IN_NAME.search(path.name)
     return found.group(1) if found else path.stem
+
+
+def sniff(path: Path, head: Head) -> bool:
+    """A rollout by its file name, or a first line in Codex's wrapper shape."""
+    record = head.jsonl_record
+    return isinstance(record, dict) and (path.name.startswith("rollout-") or ("payload" in record and "type" in record))
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:

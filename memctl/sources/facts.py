@@ -23,7 +23,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from memctl import times
 from memctl.errors import BadInput
 from memctl.model import Assertion, Episode, Evidence, Precision, content_hash
-from memctl.sources import IngestOptions, fallback_reference_time, read_jsonl
+from memctl.sources import Head, IngestOptions, fallback_reference_time, read_jsonl
+
+NAME = "facts"
+
+
+def sniff(path: Path, head: Head) -> bool:
+    return isinstance(head.jsonl_record, dict) and "facts" in head.jsonl_record
 
 
 class _Fact(BaseModel):
@@ -117,7 +123,8 @@ def _error_line(path: Path, number: int, error: Exception) -> BadInput:
     return BadInput(f"{path}:{number}: {message}")
 
 
-def parse(path: Path, options: IngestOptions) -> Iterator[Episode]:
+def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
+    """Episodes, not turns: a line is read as given, and a bad one refuses the whole command (BadInput)."""
     fallback: tuple[str, str] | None = None
     for number, raw, value in read_jsonl(path):
         try:

@@ -33,10 +33,18 @@ from pathlib import Path
 
 from memctl import times
 from memctl.errors import FileRefused
-from memctl.sources import IngestOptions, Skipped, Turn, load_json
+from memctl.sources import Head, IngestOptions, Skipped, Turn, load_json
+
+NAME = "gemini"
 
 PROMPT_LOG = "Gemini CLI prompt log (logs.json), not a session: its prompts are in the session files"
 EMPTY = "empty user turn"
+
+
+def sniff(path: Path, head: Head) -> bool:
+    """A session's keys near the start (logs.json has sessionId but no messages)."""
+    text = head.json_text
+    return '"messages"' in text and ('"startTime"' in text or '"sessionId"' in text)
 
 
 class _Bad(ValueError):

@@ -1,4 +1,4 @@
-"""``text`` / ``markdown``: a note file is one episode.
+"""``text`` (and, through ``memctl.sources.markdown``, ``markdown``): a note file is one episode.
 
 The episode is the note's text (the "user" side; no reply), position 1, with any YAML
 front matter (``---`` on the first line up to the next ``---`` or ``...``) removed.
@@ -31,7 +31,9 @@ from datetime import date
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import IngestOptions, Skipped, Turn
+from memctl.sources import Head, IngestOptions, Skipped, Turn
+
+NAME = "text"
 
 FRONT_MATTER_KEYS = ("date", "created")
 FRONT_MATTER_MAX_LINES = 200  # an opening "---" not closed by then is not front matter
@@ -40,6 +42,10 @@ _KEY = re.compile(r"^([A-Za-z_]+)\s*:(.*)$")
 _NAME_DATE = re.compile(r"(?<!\d)(\d{4})([-_.]?)(\d{2})\2(\d{2})(?!\d)")
 
 EMPTY = "empty note"
+
+
+def sniff(path: Path, head: Head) -> bool:
+    return path.suffix.lower() == ".txt"
 
 
 def _scalar(raw: str) -> str:
