@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -66,7 +66,18 @@ def _instant(value: str | None, what: str) -> times.ParsedInstant | None:
     return None if value is None else times.parse_instant(value, what=what)
 
 
-# A bound of a fact's interval: (storage time, evidence, precision), or all None.
+class _Interval(TypedDict):
+    """An assertion's dates, as the keywords ``Assertion`` takes them."""
+
+    valid_at: str | None
+    valid_at_evidence: Evidence | None
+    valid_at_precision: Precision | None
+    invalid_at: str | None
+    invalid_at_evidence: Evidence | None
+    invalid_at_precision: Precision | None
+
+
+# One end of the interval: (storage time, evidence, precision), or all None.
 _Bound = tuple[str | None, Evidence | None, Precision | None]
 _UNBOUNDED: _Bound = (None, None, None)
 
@@ -80,32 +91,33 @@ def _bound(given: times.ParsedInstant | None, reference_time: str | None) -> _Bo
     return _UNBOUNDED
 
 
-def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None) -> Assertion:
-    where = f"facts[{index}]"
+def _interval(item: _Fact, where: str, reference_time: str) -> _Interval:
+    """A fact holds from ``valid_at`` (default: the reference time) until ``invalid_at``, if
+    given; a retraction only ends it, at ``invalid_at`` (default: the reference time)."""
     valid = _instant(item.valid_at, f"{where}.valid_at")
     invalid = _instant(item.invalid_at, f"{where}.invalid_at")
-    extracted = _instant(item.extracted_at, f"{where}.extracted_at")
     if item.retracted:
-        valid_at, valid_evidence, valid_precision = _UNBOUNDED
-        invalid_at, invalid_evidence, invalid_precision = _bound(invalid, reference_time)
+        start, end = _UNBOUNDED, _bound(invalid, reference_time)
     else:
-        valid_at, valid_evidence, valid_precision = _bound(valid, reference_time)
-        invalid_at, invalid_evidence, invalid_precision = _bound(invalid, None)
+        start, end = _bound(valid, reference_time), _bound(invalid, None)
+    return _Interval(valid_at=start[0], valid_at_evidence=start[1], valid_at_precision=start[2],
+                     invalid_at=end[0], invalid_at_evidence=end[1], invalid_at_precision=end[2])
+
+
+def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None) -> Assertion:
+    where = f"facts[{index}]"
+    interval = _interval(item, where, reference_time)
+    extracted = _instant(item.extracted_at, f"{where}.extracted_at")
     try:
         return Assertion(
             subject=item.subject,
             predicate=item.predicate,
             object=item.object,
             fact=item.fact or f"{item.subject} {item.predicate.replace('_', ' ')} {item.object}",
-            valid_at=valid_at,
-            valid_at_evidence=valid_evidence,
-            valid_at_precision=valid_precision,
-            invalid_at=invalid_at,
-            invalid_at_evidence=invalid_evidence,
-            invalid_at_precision=invalid_precision,
             cardinality=item.cardinality,
             extractor="facts",
             extracted_at=times.to_storage(extracted.at) if extracted else line_extracted_at,
+            **interval,
         )
     except ValidationError as error:
         raise ValueError(f"{where}: {_first_message(error)}") from None
