@@ -19,9 +19,9 @@ current_node}``; ``mapping`` is a tree of nodes ``{id, message, parent, children
   messages (``metadata.is_visually_hidden_from_conversation``), system messages and
   custom instructions (``user_editable_context``) are skipped on purpose; so is a user
   message with no text, together with its reply.
-- **Time.** A user message's own ``create_time`` (time source ``record``). Epoch
-  numbers are told apart by magnitude: below 1e11 seconds, below 1e14 milliseconds,
-  else microseconds; ISO strings are accepted too. A null (or non-positive) time is
+- **Time.** A user message's own ``create_time`` (time source ``record``): epoch
+  numbers in s, ms, µs or ns told apart by magnitude, as numbers or digit strings, and
+  ISO strings (``memctl.times.record_time_to_storage``). A null (or non-positive) time is
   interpolated (source ``session``): the ``create_time`` of the nearest *later*
   message on the branch that has one (normally the message's own reply, seconds
   later), else of the nearest earlier one, else the conversation's ``create_time``;

@@ -19,8 +19,8 @@ Both 1 and 2 are the note's own record (time source ``record``). A value that is
 real date (``2024-02-31``, ``last tuesday``) is not a date: the next rule is tried.
 
 The file is read once, as UTF-8 (undecodable bytes replaced); ``parse`` cuts the episode
-to ``MAX_EPISODE_CHARS``. (Aider's own logs end in ``.md`` too; detection leaves them
-out, see ``memctl.sources.detect_format``.)
+to ``MAX_EPISODE_CHARS``. (Aider's own logs end in ``.md`` too; detection asks Aider
+first, see ``memctl.sources.DETECTION_ORDER``.)
 """
 
 from __future__ import annotations
