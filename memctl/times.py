@@ -170,9 +170,9 @@ def record_time_to_storage(value: object) -> str:
 
     An ISO-8601 string (a naive one is UTC), or an epoch number in s, ms, µs or ns
     (``epoch_number_to_storage``), as a number or as a string of 9 or more digits.
-    Anything else raises BadInstant whose message starts with the value's repr: callers
-    put the field's name before it. Whether null, empty or zero means "no time" is each
-    format's own rule, decided before this is called.
+    Anything else raises BadInstant, whose message names the value but not the field:
+    callers put the field's name before it. Whether null, empty or zero means "no time"
+    is each format's own rule, decided before this is called.
     """
     if isinstance(value, str):
         text = value.strip()

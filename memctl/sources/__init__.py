@@ -107,7 +107,7 @@ def fallback_reference_time(path: Path, options: IngestOptions) -> tuple[str, st
 
 
 class _NumberedLines:
-    """Lines of a text file that remember the number and text of the last one read."""
+    """Lines of a file opened in binary mode that remember the number and bytes of the last one read."""
 
     def __init__(self, handle: BinaryIO):
         self._handle = handle
