@@ -11,8 +11,12 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING
 
 from dateutil.parser import isoparse
+
+if TYPE_CHECKING:
+    from memctl.model import Precision
 
 EXAMPLE = "2025-03-01 or 2025-03-01T14:30:00Z"
 
@@ -32,7 +36,7 @@ class BadInstant(ValueError):
 @dataclass(frozen=True)
 class ParsedInstant:
     at: datetime  # aware, UTC
-    precision: str  # instant | day | month | year (memctl.model.Precision)
+    precision: Precision
 
 
 def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
@@ -60,6 +64,7 @@ def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
         at = parsed.astimezone(UTC)
     except OverflowError:
         raise BadInstant(f"{what} {text!r} is out of range; example: {EXAMPLE}") from None
+    precision: Precision
     if _YEAR.match(stripped):
         precision = "year"
     elif _MONTH.match(stripped):
@@ -103,21 +108,20 @@ def epoch_to_storage(seconds: float) -> str:
     return to_storage(datetime.fromtimestamp(seconds, tz=UTC))
 
 
-# Epoch magnitude -> unit. Seconds from 1e8 (1973-03-03) up to 1e11 (year 5138);
-# milliseconds up to 1e14; microseconds up to 1e17; nanoseconds up to 1e20. Each unit's
-# range starts where the previous one's would reach 5138, so every value in it is after
-# 1973-03-03: a millisecond time below 1e11 would be before that, not a chat log. Below
-# 1e8 a number is a counter or a bug, not a time, and is refused.
+# Epoch magnitude -> divisor to seconds. Seconds from 1e8 (1973-03-03) up to 1e11 (year
+# 5138); milliseconds up to 1e14; microseconds up to 1e17; nanoseconds up to 1e20. Each
+# unit's range starts where the previous one's would reach 5138, so every value in it is
+# after 1973-03-03: a millisecond time below 1e11 would be before that, not a chat log.
+# Below 1e8 a number is a counter or a bug, not a time, and is refused.
 EPOCH_MIN = 1e8
-EPOCH_UNITS = ((1e11, 1, "seconds"), (1e14, 1_000, "milliseconds"), (1e17, 1_000_000, "microseconds"),
-               (1e20, 1_000_000_000, "nanoseconds"))
+EPOCH_UNITS = ((1e11, 1), (1e14, 1_000), (1e17, 1_000_000), (1e20, 1_000_000_000))
 
 
-def epoch_unit(value: float | int) -> tuple[int, str]:
-    """(divisor to seconds, unit name) for an epoch number, by its magnitude."""
-    for limit, divisor, name in EPOCH_UNITS:
+def epoch_divisor(value: float | int) -> int:
+    """The divisor to seconds of an epoch number in s, ms, µs or ns, by its magnitude."""
+    for limit, divisor in EPOCH_UNITS:
         if abs(value) < limit:
-            return divisor, name
+            return divisor
     raise BadInstant(f"epoch time {value!r} is too large for seconds, milliseconds, microseconds or nanoseconds")
 
 
@@ -140,9 +144,58 @@ def epoch_number_to_storage(value: float | int | str) -> str:
         raise BadInstant(f"epoch time {value!r} is not after 1970-01-01")
     if number < EPOCH_MIN:
         raise BadInstant(f"number {value!r} is too small to be an epoch time (seconds before 1973)")
-    divisor, _ = epoch_unit(float(number))
-    micros = int((number * 1_000_000 / divisor).to_integral_value())
+    micros = int((number * 1_000_000 / epoch_divisor(float(number))).to_integral_value())
     try:
         return to_storage(_EPOCH + timedelta(microseconds=micros))
     except OverflowError:
         raise BadInstant(f"epoch time {value!r} is out of range") from None
+
+
+# A string of digits with at least 9 before any point is an epoch number; shorter ones
+# ("2024", "20240501") are ISO-8601 years and basic dates.
+_EPOCH_STRING = re.compile(r"^\d{9,}(?:\.\d+)?$")
+
+
+def _iso_to_storage(text: str) -> str:
+    """ISO-8601 as memctl reads it (naive is UTC); the stdlib parser first, as it is 5x faster."""
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:  # shapes only dateutil reads ("2024", "2024-121", hour 24...), or garbage
+        return normalize_instant(text, what="time")
+    return to_storage(at if at.tzinfo is not None else at.replace(tzinfo=UTC))
+
+
+def record_time_to_storage(value: object) -> str:
+    """Storage form of a time read from a log record, for every source format.
+
+    An ISO-8601 string (a naive one is UTC), or an epoch number in s, ms, µs or ns
+    (``epoch_number_to_storage``), as a number or as a string of 9 or more digits.
+    Anything else raises BadInstant, whose message names the value but not the field:
+    callers put the field's name before it. Whether null, empty or zero means "no time"
+    is each format's own rule, decided before this is called.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if _EPOCH_STRING.match(text):
+            return epoch_number_to_storage(text)
+        try:
+            return _iso_to_storage(text)
+        except (BadInstant, OverflowError):
+            pass
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        return epoch_number_to_storage(value)
+    raise BadInstant(f"{value!r} is not a time (neither an ISO-8601 date nor an epoch number)")
+
+
+def record_time_or_none(value: object) -> str | None:
+    """``record_time_to_storage``, or None when the value is missing or unreadable.
+
+    For times that only help place another record (a neighbour's, a session's), where a
+    bad value is no reason to skip anything.
+    """
+    if value is None:
+        return None
+    try:
+        return record_time_to_storage(value)
+    except BadInstant:
+        return None

@@ -5,8 +5,9 @@ time, then session times, then ``--reference-time``, then the file's mtime with
 ``--from-mtime``; otherwise the episode is skipped and its file reported as refused.
 Never the import's clock.
 
-A format module exposes ``turns(path, options)``, yielding ``Turn`` (one user turn and
-the assistant's reply) or ``Skipped`` (a record left out, with the reason). ``parse``
+Each format module is a ``Source`` (below): it declares its ``NAME``, a cheap ``sniff``
+that recognises its files, and ``turns(path, options)``, yielding ``Turn`` (one user turn
+and the assistant's reply) or ``Skipped`` (a record left out, with the reason). ``parse``
 turns those into ``Episode`` objects: it resolves the time, redacts secrets, and cuts
 long turns to ``MAX_EPISODE_CHARS``. The structured ``facts`` format yields episodes
 itself, because its bad input refuses the whole command instead.
@@ -17,9 +18,11 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
 import jsonlines
 
@@ -27,7 +30,7 @@ from memctl import times
 from memctl.errors import BadInput, FileRefused, NotFound
 from memctl.model import Episode, content_hash
 
-# format name -> module under memctl.sources
+# format name -> module under memctl.sources, imported when the format is first used
 MODULES = {
     "facts": "facts",
     "claude-code": "claude_code",
@@ -38,9 +41,16 @@ MODULES = {
     "aider": "aider",
     "jsonl": "chat_jsonl",
     "text": "notes",
-    "markdown": "notes",
+    "markdown": "markdown",
 }
 FORMATS = tuple(MODULES)
+
+# The order auto-detection asks the formats in; the first whose sniff says yes reads the
+# file. Aider goes first because it also answers for its other ".aider.*" files (not
+# conversations, whatever their suffix). Among JSONL formats a codex rollout's name wins
+# over claude-code's keys, and generic jsonl comes last; among JSON exports, chatgpt,
+# claude-ai, then gemini.
+DETECTION_ORDER = ("aider", "facts", "codex", "claude-code", "jsonl", "chatgpt", "claude-ai", "gemini", "markdown", "text")
 
 # A turn longer than this is cut (the rest is counted in the content's last line):
 # one turn that pastes a whole log must not become one enormous extraction prompt.
@@ -97,16 +107,17 @@ def fallback_reference_time(path: Path, options: IngestOptions) -> tuple[str, st
 
 
 class _NumberedLines:
-    """Lines of a text file that remember the number and text of the last one read."""
+    """Lines of a file opened in binary mode that remember the number and bytes of the last one read."""
 
-    def __init__(self, handle):
+    def __init__(self, handle: BinaryIO):
         self._handle = handle
         self.number = 0
-        self.text = ""
+        self.text = b""
 
-    def __iter__(self) -> Iterator[str]:
-        for self.number, self.text in enumerate(self._handle, 1):
-            yield self.text
+    def __iter__(self) -> Iterator[bytes]:
+        for number, text in enumerate(self._handle, 1):
+            self.number, self.text = number, text
+            yield text
 
 
 def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, object]]:
@@ -127,7 +138,7 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, o
                 if strict:
                     raise BadInput(f"{path}:{error.lineno}: {error.args[0]}") from None
                 value = BadLine(error.args[0])
-            raw = lines.text.decode("utf-8", errors="replace") if isinstance(lines.text, bytes) else lines.text
+            raw = lines.text.decode("utf-8", errors="replace")
             yield lines.number, raw, value
 
 
@@ -145,54 +156,64 @@ def files_under(paths: list[Path]) -> list[Path]:
     return list(found)
 
 
-def _first_record(path: Path) -> object | None:
-    try:
-        for _, _, value in read_jsonl(path, strict=False):
-            return value
-    except (OSError, UnicodeDecodeError):
+class Head:
+    """The start of a file, as sniffing sees it: each part read once, when first asked for."""
+
+    def __init__(self, path: Path):
+        self._path = path
+
+    @cached_property
+    def jsonl_record(self) -> object | None:
+        """The first value of a ``.jsonl`` file; None for other files and unreadable ones."""
+        if self._path.suffix.lower() != ".jsonl":
+            return None
+        try:
+            for _, _, value in read_jsonl(self._path, strict=False):
+                return value
+        except (OSError, UnicodeDecodeError):
+            return None
         return None
-    return None
+
+    @cached_property
+    def json_text(self) -> str:
+        """The first 64 KiB of a ``.json`` file, decoded; "" for other files."""
+        if self._path.suffix.lower() != ".json":
+            return ""
+        with open(self._path, "rb") as handle:
+            return handle.read(65536).decode("utf-8", errors="replace")
+
+
+class Source(Protocol):
+    """A log format: what each format module defines at module level.
+
+    ``sniff`` tells from a file's name and ``Head`` whether the file is this format's:
+    True, False (ask the next format), or None (a file of this format's tool that holds no
+    conversation, so no format reads it). ``turns`` reads the file into ``Turn`` and
+    ``Skipped`` items; a format that builds its own ``Episode`` objects (facts, whose bad
+    input refuses the whole command rather than skipping a record) yields those instead.
+    """
+
+    NAME: str
+
+    def sniff(self, path: Path, head: Head) -> bool | None: ...
+
+    def turns(self, path: Path, options: IngestOptions) -> Iterable[Turn | Skipped | Episode]: ...
+
+
+def source(fmt: str) -> Source:
+    """The module of format ``fmt``; imported here, so that ``memctl --help`` imports none."""
+    return cast(Source, importlib.import_module(f"memctl.sources.{MODULES[fmt]}"))
 
 
 def detect_format(path: Path) -> str | None:
     """The format of a file by its name and first record; None when it is not one we read."""
-    name = path.name
-    suffix = path.suffix.lower()
-    if name == ".aider.chat.history.md":
-        return "aider"
-    if name.startswith(".aider."):  # Aider's input history and raw LLM log: not conversations
-        return None
-    if suffix == ".jsonl":
-        first = _first_record(path)
-        if not isinstance(first, dict):
+    head = Head(path)
+    for fmt in DETECTION_ORDER:
+        verdict = source(fmt).sniff(path, head)
+        if verdict is None:
             return None
-        if "facts" in first:
-            return "facts"
-        if name.startswith("rollout-") or ("payload" in first and "type" in first):
-            return "codex"
-        if (
-            "sessionId" in first or "leafUuid" in first or "parentUuid" in first
-            or first.get("type") == "summary"
-            or (first.get("type") == "file-history-snapshot" and "snapshot" in first)  # newer sessions start so
-        ):
-            return "claude-code"
-        if any(k in first for k in ("role", "author", "speaker")):
-            return "jsonl"
-        return None
-    if suffix == ".json":
-        with open(path, "rb") as handle:
-            head = handle.read(65536).decode("utf-8", errors="replace")
-        if '"mapping"' in head:
-            return "chatgpt"
-        if '"chat_messages"' in head:
-            return "claude-ai"
-        if '"messages"' in head and ('"startTime"' in head or '"sessionId"' in head):
-            return "gemini"
-        return None
-    if suffix in (".md", ".markdown"):
-        return "markdown"
-    if suffix == ".txt":
-        return "text"
+        if verdict:
+            return fmt
     return None
 
 
@@ -220,16 +241,12 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
     fmt = fmt or format_of(path, options)
     if fmt is None:
         return
-    module = importlib.import_module(f"memctl.sources.{MODULES[fmt]}")
-    if fmt == "facts":
-        yield from module.parse(path, options)
-        return
     from memctl.redact import redact
 
     fallback: tuple[str, str] | None = None
-    for item in module.turns(path, options):
-        if isinstance(item, Skipped):
-            yield item
+    for item in source(fmt).turns(path, options):
+        if not isinstance(item, Turn):
+            yield item  # a Skipped record, or an Episode the format built itself
             continue
         if item.time is not None:
             reference_time, reference_source = item.time, item.time_source
@@ -264,3 +281,10 @@ def load_json(path: Path) -> object:
             return json.load(handle)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise FileRefused(f"{path}: not valid JSON ({error})") from None
+
+
+if TYPE_CHECKING:
+    # The format modules are imported lazily, by name; this lets mypy check each against Source.
+    from memctl.sources import aider, chat_jsonl, chatgpt, claude_ai, claude_code, codex, facts, gemini, markdown, notes
+
+    _SOURCES: tuple[Source, ...] = (aider, chat_jsonl, chatgpt, claude_ai, claude_code, codex, facts, gemini, markdown, notes)

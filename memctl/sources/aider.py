@@ -51,7 +51,10 @@ from dateutil import tz as dateutil_tz
 
 from memctl import times
 from memctl.errors import BadInput
-from memctl.sources import IngestOptions, Skipped, Turn
+from memctl.sources import Head, IngestOptions, Skipped, Turn
+
+NAME = "aider"
+CHAT_HISTORY = ".aider.chat.history.md"
 
 HEADER_PREFIX = "# aider chat started at"
 _HEADER = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\s*$")
@@ -59,6 +62,13 @@ USER_PREFIX = "#### "
 TOOL_PREFIX = "> "
 
 COMMAND_ONLY = "aider command with no reply"
+
+
+def sniff(path: Path, head: Head) -> bool | None:
+    if path.name == CHAT_HISTORY:
+        return True
+    # Aider's input history and raw LLM log hold no conversation, whatever their suffix.
+    return None if path.name.startswith(".aider.") else False
 
 
 def zone(name: str | None) -> tzinfo:
@@ -121,7 +131,7 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
     session_time: str | None = None
     pending: Counter = Counter()  # Aider output seen before the session's first turn
     turn: _Open | None = None
-    in_user = False  # the previous line was a "#### " line of `turn`
+    in_user: _Open | None = None  # `turn`, while its "#### " lines are being read
 
     with open(path, encoding="utf-8", errors="replace", newline=None) as handle:
         for number, raw in enumerate(handle, 1):
@@ -130,7 +140,7 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
                 if turn is not None:
                     yield _finish(turn)
                     turn = None
-                in_user = False
+                in_user = None
                 pending = Counter()
                 session_time = session_start(line, where)
                 if session_time is None:
@@ -141,15 +151,14 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
                     )
                 continue
             if _is_user_line(line):
-                if not in_user:
+                if in_user is None:
                     if turn is not None:
                         yield _finish(turn)
-                    turn = _Open(number, session_time, pending)
+                    turn = in_user = _Open(number, session_time, pending)
                     pending = Counter()
-                    in_user = True
-                turn.user.append(line[len(USER_PREFIX):].rstrip())
+                in_user.user.append(line[len(USER_PREFIX):].rstrip())
                 continue
-            in_user = False
+            in_user = None
             if line.startswith(TOOL_PREFIX) or line.rstrip() == ">":
                 (turn.left_out if turn is not None else pending)["tool_output"] += 1
                 continue

@@ -13,8 +13,8 @@ Keys are found by what they usually mean, first match wins:
   object with ``parts``/``text``/``content``.
 * time: ``timestamp``, ``time``, ``created_at``, ``create_time``, ``date``, ``ts``: an
   ISO-8601 string (a naive one is UTC, as everywhere in memctl), or epoch seconds /
-  milliseconds / microseconds / nanoseconds, told apart by magnitude (``memctl.times.epoch_number_to_storage``
-  below), as a number or a string of 9+ digits (shorter digit strings are ISO years and
+  milliseconds / microseconds / nanoseconds, told apart by magnitude (``memctl.times.record_time_to_storage``),
+  as a number or a string of 9+ digits (shorter digit strings are ISO years and
   basic dates: ``2024``, ``20240501``). A number below 1e8 is refused, not read as 1970.
 
 Each user message is one turn with the assistant messages that follow it. A turn's time
@@ -30,15 +30,17 @@ was, so it does not end the turn.
 
 from __future__ import annotations
 
-import math
-import re
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import BadLine, IngestOptions, Skipped, Turn, read_jsonl
+from memctl.sources import BadLine, Head, IngestOptions, Skipped, Turn, read_jsonl
+
+# This format takes every shape of time a log may hold; the rule is the one all formats share.
+from memctl.times import record_time_to_storage as time_to_storage
+
+NAME = "jsonl"
 
 ROLE_KEYS = ("role", "author", "speaker")
 CONTENT_KEYS = ("content", "text", "message")
@@ -50,36 +52,8 @@ ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model", "gpt"})
 OTHER_ROLES = frozenset({"system", "tool", "function", "developer"})  # left out, counted
 TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 
-# A string of digits with at least 9 before any point is an epoch number; shorter ones
-# ("2024", "20240501") are ISO-8601 years and basic dates.
-_EPOCH_STRING = re.compile(r"^\d{9,}(\.\d*)?$")
-
-def _iso_to_storage(text: str) -> str:
-    """ISO-8601 as memctl reads it (naive is UTC); the stdlib parser first, as it is 5x faster."""
-    try:
-        at = datetime.fromisoformat(text)
-    except ValueError:  # shapes only dateutil reads ("2024", 9-digit fractions...), or garbage
-        return times.normalize_instant(text, what="time")
-    return times.to_storage(at if at.tzinfo is not None else at.replace(tzinfo=UTC))
-
-
-def time_to_storage(value: object) -> str:
-    """Storage form of a record's time value: ISO-8601 string or epoch number; times.BadInstant if neither."""
-    if isinstance(value, bool):
-        raise times.BadInstant(f"time {value!r} is not a date")
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise times.BadInstant(f"time {value!r} is not a finite number")
-        return times.epoch_number_to_storage(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if _EPOCH_STRING.match(text):
-            return times.epoch_number_to_storage(text)
-        try:
-            return _iso_to_storage(text)
-        except (times.BadInstant, OverflowError):
-            raise times.BadInstant(f"time {value!r} is not an ISO-8601 date or an epoch number") from None
-    raise times.BadInstant(f"time {value!r} is not a date")
+def sniff(path: Path, head: Head) -> bool:
+    return isinstance(head.jsonl_record, dict) and any(key in head.jsonl_record for key in ROLE_KEYS)
 
 
 def _first(record: dict, keys: tuple[str, ...]) -> tuple[str | None, object]:

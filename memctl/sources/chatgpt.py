@@ -19,9 +19,9 @@ current_node}``; ``mapping`` is a tree of nodes ``{id, message, parent, children
   messages (``metadata.is_visually_hidden_from_conversation``), system messages and
   custom instructions (``user_editable_context``) are skipped on purpose; so is a user
   message with no text, together with its reply.
-- **Time.** A user message's own ``create_time`` (time source ``record``). Epoch
-  numbers are told apart by magnitude: below 1e11 seconds, below 1e14 milliseconds,
-  else microseconds; ISO strings are accepted too. A null (or non-positive) time is
+- **Time.** A user message's own ``create_time`` (time source ``record``): epoch
+  numbers in s, ms, µs or ns told apart by magnitude, as numbers or digit strings, and
+  ISO strings (``memctl.times.record_time_to_storage``). A null (or non-positive) time is
   interpolated (source ``session``): the ``create_time`` of the nearest *later*
   message on the branch that has one (normally the message's own reply, seconds
   later), else of the nearest earlier one, else the conversation's ``create_time``;
@@ -34,29 +34,24 @@ current_node}``; ``mapping`` is a tree of nodes ``{id, message, parent, children
 - **Identity.** ``"{conversation id}:{message id}"``, so the same conversation in a later
   (or split) export gives the same episodes.
 
-The helpers below (``Message``, ``assemble``, ``instant``) are shared with the
-Claude.ai export (``claude_ai``), which has the same shape of problem.
+What this shares with the Claude.ai export (``Message``, ``assemble``, ``instant``...)
+is in ``memctl.sources.exports``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from memctl import times
-from memctl.errors import FileRefused
-from memctl.sources import IngestOptions, Skipped, Turn, load_json
+from memctl.sources import Head, IngestOptions, Skipped, Turn
+from memctl.sources.exports import ABANDONED, SYSTEM, Malformed, Message, assemble, count, export_turns, instant
+
+NAME = "chatgpt"
 
 # Reasons for deliberate skips: fixed strings, so a summary can group them.
 HIDDEN = "hidden message"
-SYSTEM = "system message"
 INSTRUCTIONS = "custom instructions"
-NO_TEXT = "user message without text"
-ORPHAN_REPLY = "reply before any user message"
-ABANDONED = "user message on an abandoned branch (edited or regenerated)"
 
 # content_type of assistant / tool content left out of the text -> left_out key
 _KINDS = {
@@ -73,178 +68,10 @@ _PART_KINDS = {
     "real_time_user_audio_video_asset_pointer": "audio",
 }
 _TEXT_TYPES = ("text", "multimodal_text")
-_EPOCH_STRING = re.compile(r"^\d{9,}(?:\.\d+)?$")
 
 
-# --- shared with claude_ai ------------------------------------------------------------
-
-
-class Malformed(ValueError):
-    """A record of the wrong shape; the message says what is wrong."""
-
-
-def instant(value: object) -> str | None:
-    """A record's time in storage form; None when absent (null, empty, zero or negative).
-
-    Epoch numbers in s, ms, µs or ns by magnitude (``memctl.times.epoch_number_to_storage``).
-    Strings: an ISO instant, or
-    an epoch number written as a string. Raises Malformed for anything else.
-    """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return None
-        if _EPOCH_STRING.match(text):
-            return instant(text if float(text) > 0 else 0)
-        try:
-            return times.normalize_instant(text)
-        except times.BadInstant:
-            raise Malformed(f"{value!r} is not a time") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Malformed(f"{value!r} is not a time")
-    if isinstance(value, (int, float)) and value <= 0:
-        return None
-    try:
-        return times.epoch_number_to_storage(value)
-    except times.BadInstant as error:
-        raise Malformed(str(error)) from None
-
-
-def quiet_instant(value: object) -> str | None:
-    """``instant`` where a bad value only means "no time" (neighbours, sessions)."""
-    try:
-        return instant(value)
-    except Malformed:
-        return None
-
-
-def count(into: dict[str, int], key: str, n: int = 1) -> None:
-    if n:
-        into[key] = into.get(key, 0) + n
-
-
-@dataclass
-class Message:
-    """One message on the branch that happened, as a format reads it.
-
-    ``role`` is ``user`` (starts a turn), ``assistant`` (part of the reply: assistant
-    text, tool calls, tool output) or ``other`` (neither; always has ``skip``). A user
-    message with ``skip`` ends the previous turn and its reply is dropped with it.
-    """
-
-    position: int
-    role: str
-    text: str = ""
-    left_out: dict[str, int] = field(default_factory=dict)
-    time: str | None = None  # the message's own time, storage form
-    source_id: str | None = None
-    identity: str | None = None
-    skip: Skipped | None = None
-
-
-def assemble(messages: list[Message], session_time: str | None) -> Iterator[Turn | Skipped]:
-    """Turns (user message + reply) and skips of one conversation, in message order.
-
-    A user message without a time of its own gets, as a session time, the time of the
-    nearest later message that has one, else of the nearest earlier one, else
-    ``session_time``.
-    """
-    later: list[str | None] = [None] * len(messages)
-    earlier: list[str | None] = [None] * len(messages)
-    seen = None
-    for i in range(len(messages) - 1, -1, -1):
-        later[i] = seen
-        seen = messages[i].time or seen
-    seen = None
-    for i, message in enumerate(messages):
-        earlier[i] = seen
-        seen = message.time or seen
-
-    turn: Turn | None = None
-    pending: list[Skipped] = []  # skips met inside a turn, reported after it
-    dropping = False  # inside the reply to a skipped user message
-    for i, message in enumerate(messages):
-        if message.role == "user":
-            if turn is not None:
-                yield turn
-                yield from pending
-            turn, pending = None, []
-            dropping = True
-            if message.skip is not None:
-                yield message.skip
-                continue
-            if not message.text.strip():
-                what = ", ".join(f"{n} {kind}" for kind, n in sorted(message.left_out.items()))
-                yield Skipped(message.position, f"{NO_TEXT} ({what})" if what else NO_TEXT)
-                continue
-            dropping = False
-            time, source = message.time, "record"
-            if time is None:
-                time, source = later[i] or earlier[i] or session_time, "session"
-            turn = Turn(
-                position=message.position,
-                user=message.text,
-                time=time,
-                time_source=source if time is not None else "record",
-                source_id=message.source_id,
-                identity=message.identity,
-                left_out=dict(message.left_out),
-            )
-        elif message.role == "assistant" and message.skip is None:
-            if turn is not None:
-                if message.text.strip():
-                    turn.assistant = f"{turn.assistant}\n\n{message.text}" if turn.assistant else message.text
-                for kind, n in message.left_out.items():
-                    count(turn.left_out, kind, n)
-            elif not dropping:
-                yield Skipped(message.position, ORPHAN_REPLY)
-        else:
-            skip = message.skip or Skipped(message.position, SYSTEM)
-            if turn is not None:
-                pending.append(skip)
-            else:
-                yield skip
-    if turn is not None:
-        yield turn
-        yield from pending
-
-
-def conversations(path: Path, data: object, key: str, what: str) -> list:
-    """The conversations of an export: a JSON array of objects with ``key``, or one such object."""
-    if isinstance(data, dict) and key in data:
-        return [data]
-    if not isinstance(data, list):
-        raise FileRefused(f"{path}: not a {what} export (expected a JSON array of conversations)")
-    if data and not any(isinstance(item, dict) and key in item for item in data):
-        raise FileRefused(f"{path}: not a {what} export (no conversation in it has {key!r})")
-    return data
-
-
-def export_turns(path: Path, key: str, kind: type, label: str,
-                 conversation_turns: Callable[[dict, Any, int, int], Iterable[Turn | Skipped]]) -> Iterator[Turn | Skipped]:
-    """The turns of a JSON export of conversations, each conversation's in position order.
-
-    ``conversation_turns(conversation, container, index, base)`` reads one conversation
-    whose ``key`` entry is a ``kind``; a conversation without one is a Skipped record.
-    Positions run across the file: one per container entry, one for a conversation
-    that cannot be read.
-    """
-    position = 0
-    for index, conversation in enumerate(conversations(path, load_json(path), key, label), 1):
-        container = conversation.get(key) if isinstance(conversation, dict) else None
-        if not isinstance(container, kind):
-            position += 1
-            shape = "object" if kind is dict else "list"
-            what = "not an object" if not isinstance(conversation, dict) else f"has no {key} {shape}"
-            yield Skipped(position, f"conversation {index}: {what}", malformed=True)
-            continue
-        yield from sorted(conversation_turns(conversation, container, index, position), key=lambda item: item.position)
-        position += len(container)
-
-
-# --- ChatGPT ----------------------------------------------------------------------------
+def sniff(path: Path, head: Head) -> bool:
+    return '"mapping"' in head.json_text
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
@@ -265,7 +92,7 @@ def _conversation(conversation: dict, mapping: dict, index: int, base: int) -> I
         message = _message(mapping[node_id], node_id, numbers[node_id], conversation_id, where)
         if message is not None:
             messages.append(message)
-    yield from assemble(messages, quiet_instant(conversation.get("create_time")))
+    yield from assemble(messages, times.record_time_or_none(conversation.get("create_time")))
 
     on_branch = set(branch)
     for node_id, node in mapping.items():
@@ -299,7 +126,7 @@ def _newest_leaf(mapping: dict) -> str | None:
         if node_id in parents or not isinstance(node, dict):
             continue
         message = node.get("message")
-        time = (quiet_instant(message.get("create_time")) if isinstance(message, dict) else None) or ""
+        time = (times.record_time_or_none(message.get("create_time")) if isinstance(message, dict) else None) or ""
         if best is None or time >= best_time:
             best, best_time = node_id, time
     return best
@@ -309,8 +136,7 @@ def _is_visible_user_message(node: object) -> bool:
     message = node.get("message") if isinstance(node, dict) else None
     if not isinstance(message, dict):
         return False
-    author, content = message.get("author"), message.get("content")
-    metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+    author, content, metadata = message.get("author"), message.get("content"), _metadata(message)
     return (
         isinstance(author, dict)
         and author.get("role") == "user"
@@ -319,6 +145,11 @@ def _is_visible_user_message(node: object) -> bool:
         and not metadata.get("is_visually_hidden_from_conversation")
         and not metadata.get("is_user_system_message")
     )
+
+
+def _metadata(message: dict) -> dict:
+    metadata = message.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}
 
 
 def _message(node: object, node_id: str, position: int, conversation_id: str | None, where: str) -> Message | None:
@@ -341,7 +172,7 @@ def _message(node: object, node_id: str, position: int, conversation_id: str | N
     content = message.get("content")
     if not isinstance(content, dict):
         return malformed("message has no content object", "user" if role == "user" else "other")
-    metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+    metadata = _metadata(message)
     content_type = content.get("content_type")
     message_id = message.get("id") if isinstance(message.get("id"), str) else node_id
 
@@ -370,7 +201,7 @@ def _message(node: object, node_id: str, position: int, conversation_id: str | N
             identity=f"{conversation_id}:{message_id}" if conversation_id else None,
         )
 
-    time = quiet_instant(message.get("create_time"))
+    time = times.record_time_or_none(message.get("create_time"))
     if metadata.get("is_visually_hidden_from_conversation"):
         return Message(position, "other", time=time, skip=Skipped(position, HIDDEN))
     if role == "system":
@@ -389,7 +220,8 @@ def _message(node: object, node_id: str, position: int, conversation_id: str | N
         except Malformed as error:
             return malformed(str(error), "assistant")
     else:
-        count(left_out, _KINDS.get(content_type, content_type if isinstance(content_type, str) else "unknown"))
+        kind = content_type if isinstance(content_type, str) else "unknown"
+        count(left_out, _KINDS.get(kind, kind))
     return Message(position, "assistant", text, left_out, time)
 
 
@@ -413,7 +245,7 @@ def _parts(content: dict) -> tuple[str, dict[str, int]]:
                 if part["text"].strip():
                     texts.append(part["text"])
             else:
-                count(left_out, _PART_KINDS.get(kind, "attachment"))
+                count(left_out, _PART_KINDS.get(kind, "attachment") if isinstance(kind, str) else "attachment")
         elif part is not None:
             raise Malformed(f"content.parts holds a {type(part).__name__}")
     return "\n".join(texts), left_out

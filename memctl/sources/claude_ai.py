@@ -37,21 +37,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from memctl.sources import IngestOptions, Skipped, Turn
-from memctl.sources.chatgpt import (
-    ABANDONED,
-    Malformed,
-    Message,
-    assemble,
-    count,
-    export_turns,
-    instant,
-    quiet_instant,
-)
+from memctl import times
+from memctl.sources import Head, IngestOptions, Skipped, Turn
+from memctl.sources.exports import ABANDONED, Malformed, Message, assemble, count, export_turns, instant
+
+NAME = "claude-ai"
 
 # A root message's parent is this sentinel rather than null.
 _ROOT = "00000000-0000-4000-8000-000000000000"
 _KINDS = {"redacted_thinking": "thinking"}
+
+
+def sniff(path: Path, head: Head) -> bool:
+    return '"chat_messages"' in head.json_text
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
@@ -67,7 +65,7 @@ def _conversation(conversation: dict, chat: list, index: int, base: int) -> Iter
     if cycle:
         yield Skipped(base + 1, f"{where}: parent_message_uuid links form a cycle", malformed=True)
     messages = [_message(chat[i], base + 1 + i, conversation_id, where) for i in branch]
-    yield from assemble(messages, quiet_instant(conversation.get("created_at")))
+    yield from assemble(messages, times.record_time_or_none(conversation.get("created_at")))
 
     on_branch = set(branch)
     for i, item in enumerate(chat):
@@ -93,7 +91,7 @@ def _branch(chat: list, leaf: object) -> tuple[list[int], bool]:
         for uuid, i in by_id.items():
             if uuid in referenced:
                 continue
-            time = quiet_instant(chat[i].get("created_at")) or ""
+            time = times.record_time_or_none(chat[i].get("created_at")) or ""
             if newest is None or time > newest_time or (time == newest_time and i > newest):
                 newest, newest_time = i, time
         if newest is None:  # every message is some message's parent: links go round
@@ -101,15 +99,15 @@ def _branch(chat: list, leaf: object) -> tuple[list[int], bool]:
         leaf = chat[newest]["uuid"]
     chain: list[int] = []
     seen: set[int] = set()
-    i = by_id[leaf]
-    while i is not None:
-        if i in seen:
+    at: int | None = by_id[leaf]
+    while at is not None:
+        if at in seen:
             chain.reverse()
             return chain, True
-        seen.add(i)
-        chain.append(i)
-        up = parent.get(i)
-        i = by_id.get(up) if up not in (None, _ROOT) else None
+        seen.add(at)
+        chain.append(at)
+        up = parent.get(at)
+        at = by_id.get(up) if up not in (None, _ROOT) else None
     chain.reverse()
     return chain, False
 
@@ -165,10 +163,10 @@ def _text(item: dict) -> tuple[str, dict[str, int]]:
     pieces: list[str] = []
     gap = False  # a left-out block stood since the last text block
     for block in blocks:
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        block_type = block.get("type") if isinstance(block, dict) else None
+        if not isinstance(block_type, str):
             raise Malformed("a content block has no type")
-        kind = block["type"]
-        if kind == "text":
+        if block_type == "text":
             text = block.get("text")
             if not isinstance(text, str):
                 raise Malformed("a text block's text is not a string")
@@ -177,6 +175,6 @@ def _text(item: dict) -> tuple[str, dict[str, int]]:
             pieces.append(text)
             gap = False
         else:
-            count(left_out, _KINDS.get(kind, kind))
+            count(left_out, _KINDS.get(block_type, block_type))
             gap = True
     return "".join(pieces), left_out

@@ -44,7 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import BadLine, IngestOptions, Skipped, Turn, read_jsonl
+from memctl.sources import BadLine, Head, IngestOptions, Skipped, Turn, read_jsonl
+
+NAME = "claude-code"
 
 # Reasons for Skipped; tests and the ingest report group by them.
 GENERATED_TITLE = "generated title"
@@ -121,6 +123,16 @@ class _Part:
     blocks: list[tuple[object, str, str | None]] = field(default_factory=list)  # (key, type, text)
     time: str | None = None  # raw timestamp, only to date a turn that has none
     assistant: bool = False
+
+
+def sniff(path: Path, head: Head) -> bool:
+    """A first line with Claude Code's keys: a message, a title, or the snapshot newer sessions start with."""
+    record = head.jsonl_record
+    return isinstance(record, dict) and (
+        "sessionId" in record or "leafUuid" in record or "parentUuid" in record
+        or record.get("type") == "summary"
+        or (record.get("type") == "file-history-snapshot" and "snapshot" in record)
+    )
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
@@ -252,7 +264,7 @@ def _assemble(
             counts[name] = counts.get(name, 0) + n
         time, source = head.time, "record"
         if time is None:
-            time = _ancestor_time(head.parent, nodes) or _instant_or_none(first_reply_time.get(key))
+            time = _ancestor_time(head.parent, nodes) or times.record_time_or_none(first_reply_time.get(key))
             source = "session"
         items.append(
             Turn(
@@ -280,21 +292,12 @@ def _optional_str(value: dict, key: str, strict: bool) -> str | None:
     return None
 
 
-def _instant_or_none(stamp: str | None) -> str | None:
-    if stamp is None:
-        return None
-    try:
-        return times.normalize_instant(stamp)
-    except times.BadInstant:
-        return None
-
-
 def _ancestor_time(uuid: str | None, nodes: dict[str, tuple[str | None, str | None]]) -> str | None:
     """The time of the nearest line above in the tree that has one."""
     steps = 0
     while uuid is not None and uuid in nodes and steps <= len(nodes):
         parent, stamp = nodes[uuid]
-        found = _instant_or_none(stamp)
+        found = times.record_time_or_none(stamp)
         if found is not None:
             return found
         uuid, steps = parent, steps + 1
@@ -313,6 +316,11 @@ def _content(value: dict) -> str | list:
     if isinstance(content, list) and all(isinstance(block, dict) for block in content):
         return content
     raise _Malformed("message.content is neither text nor a list of blocks")
+
+
+def _block_type(block: dict) -> str:
+    kind = block.get("type")
+    return kind if isinstance(kind, str) else "unknown"
 
 
 def _block_text(block: dict) -> str:
@@ -343,7 +351,7 @@ def _assistant_part(value: dict, line: int, uuid: str | None, parent: str | None
             part.blocks.append((("text", content), "text", content.strip()))
         return part
     for block in content:
-        block_type = block.get("type") if isinstance(block.get("type"), str) else "unknown"
+        block_type = _block_type(block)
         if block_type == "text":
             text = _block_text(block)
             if text.strip():
@@ -374,7 +382,7 @@ def _user_line(
         # Tool output (or a tool call the user refused): part of the ongoing exchange.
         part = _Part(line, uuid, parent, message=uuid, time=stamp)
         for block in blocks:
-            block_type = block.get("type") if isinstance(block.get("type"), str) else "unknown"
+            block_type = _block_type(block)
             part.blocks.append(((block_type, line, len(part.blocks)), block_type, None))
         return part
     if value.get("isMeta") or value.get("isVisibleInTranscriptOnly"):
@@ -389,7 +397,7 @@ def _user_line(
 
     kept: list[str] = []
     for block in blocks:
-        block_type = block.get("type") if isinstance(block.get("type"), str) else "unknown"
+        block_type = _block_type(block)
         if block_type != "text":
             head.left_out[block_type] = head.left_out.get(block_type, 0) + 1
             continue
@@ -400,9 +408,9 @@ def _user_line(
         return head, EMPTY_TURN
     if stamp is not None:
         try:
-            head.time = times.normalize_instant(stamp, what="timestamp")
+            head.time = times.record_time_to_storage(stamp)
         except times.BadInstant as error:
-            raise _Malformed(str(error)) from None
+            raise _Malformed(f"timestamp {error}") from None
     head.text = "\n\n".join(kept)
     return head, None
 

@@ -51,7 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import BadLine, IngestOptions, Skipped, Turn, read_jsonl
+from memctl.sources import BadLine, Head, IngestOptions, Skipped, Turn, read_jsonl
+
+NAME = "codex"
 
 COMPACTION = "compaction summary"
 INJECTED = "context injected as a user message, not typed by the user"
@@ -174,194 +176,206 @@ def _session_from_name(path: Path) -> str:
     return found.group(1) if found else path.stem
 
 
+def sniff(path: Path, head: Head) -> bool:
+    """A rollout by its file name, or a first line in Codex's wrapper shape."""
+    record = head.jsonl_record
+    return isinstance(record, dict) and (path.name.startswith("rollout-") or ("payload" in record and "type" in record))
+
+
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
-    session_id = _session_from_name(path)
-    meta_seen = False
-    last_time: str | None = None  # the latest record time so far (or the session start)
-    events_seen = False  # the file records human turns as user_message events
-    held: list[_Held] = []
-    current: _Open | None = None
+    return _Reader(path).turns()
 
-    def start(position: int, text: str, time: str | None, source: str, attached: dict[str, int]) -> _Open:
-        turn = Turn(position=position, user=text, time=time, time_source=source,
-                    source_id=f"{session_id}:{position}", identity=f"{session_id}:{position}",
-                    left_out={k: n for k, n in attached.items() if n})
-        return _Open(turn)
 
-    def flush() -> Iterator[Turn | Skipped]:
-        nonlocal current
-        if current is not None:
-            turn = current.turn
-            if not turn.user.strip():
-                yield Skipped(turn.position, EMPTY)
+def _kind(value: dict) -> tuple[str, object] | None:
+    """(kind, payload) of a line, in the wrapper or in an old bare form; None for a line to pass over."""
+    if isinstance(value.get("type"), str) and "payload" in value:
+        return value["type"], value["payload"]
+    if "record_type" in value:
+        return None
+    if isinstance(value.get("type"), str):
+        return "response_item", value
+    if "id" in value and "timestamp" in value:
+        return "session_meta", value
+    return None
+
+
+class _Reader:
+    """One rollout, read line by line; what a line needs from the lines before it is kept here."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.session_id = _session_from_name(path)
+        self.meta_seen = False
+        self.last_time: str | None = None  # the latest record time so far (or the session start)
+        self.events_seen = False  # the file records human turns as user_message events
+        self.held: list[_Held] = []
+        self.current: _Open | None = None
+
+    def turns(self) -> Iterator[Turn | Skipped]:
+        for line_no, _raw, value in read_jsonl(self.path, strict=False):
+            if isinstance(value, BadLine):
+                yield Skipped(line_no, "not valid JSON", malformed=True)
+            elif not isinstance(value, dict):
+                yield Skipped(line_no, "not a JSON object", malformed=True)
             else:
-                turn.assistant = "\n\n".join(current.parts)
-                yield turn
-        current = None
+                yield from self._line(line_no, value)
+        yield from self._release(at_end=True)
+        yield from self._flush()
 
-    def release(at_end: bool = False) -> Iterator[Turn | Skipped]:
-        """The model has answered (or the file ended): decide what the held items were."""
-        nonlocal current
-        items = held[:]
-        held.clear()
-        for item in items:
-            if events_seen:
-                yield Skipped(item.line, INJECTED)
-                continue
-            yield from flush()
-            time, source = (item.time, item.source) if item.time else (last_time, "session")
-            current = start(item.line, item.text, time, source, item.attached)
-        if not at_end and current is not None:
-            current.answered = True
-
-    def count(kind: str, n: int = 1) -> None:
-        if current is not None and n:
-            current.turn.left_out[kind] = current.turn.left_out.get(kind, 0) + n
-
-    for line_no, _raw, value in read_jsonl(path, strict=False):
-        if isinstance(value, BadLine):
-            yield Skipped(line_no, "not valid JSON", malformed=True)
-            continue
-        if not isinstance(value, dict):
-            yield Skipped(line_no, "not a JSON object", malformed=True)
-            continue
-
+    def _line(self, line_no: int, value: dict) -> Iterator[Turn | Skipped]:
         stamp: str | None = None
         bad_time = False
         raw_time = value.get("timestamp")
         if raw_time is not None:
             try:
-                stamp = times.normalize_instant(raw_time, what="timestamp")
+                stamp = times.record_time_to_storage(raw_time)
             except times.BadInstant:
                 bad_time = True
-
-        # What kind of line: the wrapper, or the old bare forms.
-        if isinstance(value.get("type"), str) and "payload" in value:
-            kind, payload = value["type"], value["payload"]
-        elif "record_type" in value:
-            continue
-        elif isinstance(value.get("type"), str):
-            kind, payload = "response_item", value
-        elif "id" in value and "timestamp" in value:
-            kind, payload = "session_meta", value
-        else:
-            continue
-
+        kind_payload = _kind(value)
+        if kind_payload is None:
+            return
+        kind, payload = kind_payload
         if kind == "session_meta":
-            if isinstance(payload, dict) and not meta_seen:
-                meta_seen = True
-                if isinstance(payload.get("id"), str) and payload["id"]:
-                    session_id = payload["id"]
-                try:
-                    started = times.normalize_instant(payload.get("timestamp"), what="session start")
-                except times.BadInstant:
-                    started = None
-                last_time = last_time or started or stamp
-            if stamp:
-                last_time = stamp
-            continue
-
+            self._session_meta(payload, stamp)
+            return
         if stamp:
-            if current is not None and current.turn.time is None:
-                current.turn.time, current.turn.time_source = stamp, "session"
-            last_time = stamp
-
+            self._time_passes(stamp)
         if kind == "compacted":
             yield Skipped(line_no, COMPACTION)
-            continue
-        if kind not in ("response_item", "event_msg"):
-            continue  # turn_context and anything newer: no conversation in it
-        if not isinstance(payload, dict):
+        elif kind not in ("response_item", "event_msg"):
+            return  # turn_context and anything newer: no conversation in it
+        elif not isinstance(payload, dict):
             yield Skipped(line_no, "payload is not an object", malformed=True)
-            continue
+        elif kind == "event_msg":
+            yield from self._event_msg(line_no, payload, stamp, bad_time)
+        else:
+            yield from self._response_item(line_no, payload, stamp, bad_time)
+
+    def _time_passes(self, stamp: str) -> None:
+        """A record written at ``stamp``: the open turn, if it has no time yet, was written before."""
+        if self.current is not None and self.current.turn.time is None:
+            self.current.turn.time, self.current.turn.time_source = stamp, "session"
+        self.last_time = stamp
+
+    def _session_meta(self, payload: object, stamp: str | None) -> None:
+        if isinstance(payload, dict) and not self.meta_seen:
+            self.meta_seen = True
+            if isinstance(payload.get("id"), str) and payload["id"]:
+                self.session_id = payload["id"]
+            started = times.record_time_or_none(payload.get("timestamp"))
+            self.last_time = self.last_time or started or stamp
+        if stamp:
+            self.last_time = stamp
+
+    def _event_msg(self, line_no: int, payload: dict, stamp: str | None, bad_time: bool) -> Iterator[Turn | Skipped]:
+        if payload.get("type") != "user_message":
+            return  # copies of response items, token counts, task markers...
+        message = payload.get("message")
+        self.events_seen = True
+        if isinstance(message, str) and (payload.get("kind") not in (None, "plain") or _is_injected(message)):
+            yield Skipped(line_no, INJECTED)
+            return
+        text = _typed_part(message) if isinstance(message, str) else ""
+        twin = next((h for h in reversed(self.held) if h.text.strip() == text.strip()), None)
+        if twin is None and self.held:
+            twin = self.held[-1]
+        for item in self.held:
+            if item is not twin:
+                yield Skipped(item.line, INJECTED)
+        self.held.clear()
+        yield from self._flush()
+        if not isinstance(message, str) or bad_time:
+            # a human turn we cannot read (nor its twin): its replies must not land in the turn before
+            reason = "user_message without text" if not isinstance(message, str) else "bad timestamp"
+            yield Skipped(line_no, reason, malformed=True)
+            return
+        images = sum(len(payload[k]) for k in ("images", "local_images") if isinstance(payload.get(k), list))
+        attached = dict(twin.attached) if twin is not None else {}
+        attached["image"] = max(images, attached.get("image", 0))  # the same images, counted once
+        time: str | None
+        if stamp:
+            time, source = stamp, "record"
+        elif twin is not None and twin.time:
+            time, source = twin.time, twin.source
+        else:
+            time, source = self.last_time, "session"
+        self.current = self._open(line_no, text, time, source, attached)
+        self.current.from_event = True
+        self.current.twin_seen = twin is not None
+
+    def _response_item(self, line_no: int, payload: dict, stamp: str | None, bad_time: bool) -> Iterator[Turn | Skipped]:
         item_type = payload.get("type")
-
-        if kind == "event_msg":
-            if item_type != "user_message":
-                continue  # copies of response items, token counts, task markers...
-            message = payload.get("message")
-            msg_kind = payload.get("kind")
-            events_seen = True
-            if isinstance(message, str) and (msg_kind not in (None, "plain") or _is_injected(message)):
-                yield Skipped(line_no, INJECTED)
-                continue
-            text = _typed_part(message) if isinstance(message, str) else ""
-            twin = next((h for h in reversed(held) if h.text.strip() == text.strip()), None)
-            if twin is None and held:
-                twin = held[-1]
-            for item in held:
-                if item is not twin:
-                    yield Skipped(item.line, INJECTED)
-            held.clear()
-            yield from flush()
-            if not isinstance(message, str) or bad_time:
-                # a human turn we cannot read (nor its twin): its replies must not land in the turn before
-                reason = "user_message without text" if not isinstance(message, str) else "bad timestamp"
-                yield Skipped(line_no, reason, malformed=True)
-                continue
-            images = sum(len(payload[k]) for k in ("images", "local_images") if isinstance(payload.get(k), list))
-            attached = dict(twin.attached) if twin is not None else {}
-            attached["image"] = max(images, attached.get("image", 0))  # the same images, counted once
-            if stamp:
-                time, source = stamp, "record"
-            elif twin is not None and twin.time:
-                time, source = twin.time, twin.source
-            else:
-                time, source = last_time, "session"
-            current = start(line_no, text, time, source, attached)
-            current.from_event = True
-            current.twin_seen = twin is not None
-            continue
-
-        # response_item
         if item_type == "message":
-            role = payload.get("role")
-            if role == "user":
-                try:
-                    text, images, files = _content(payload.get("content"))
-                except _Bad as error:
-                    yield Skipped(line_no, str(error), malformed=True)
-                    continue
-                text = _typed_part(text)
-                if (current is not None and current.from_event and not current.twin_seen
-                        and not current.answered and text.strip() == current.turn.user.strip()):
-                    current.twin_seen = True  # the event came first this time
-                    continue
-                if _is_injected(text):
-                    yield Skipped(line_no, INJECTED)
-                    continue
-                if bad_time:
-                    yield Skipped(line_no, "bad timestamp", malformed=True)
-                    continue
-                time, source = (stamp, "record") if stamp else (last_time, "session")
-                held.append(_Held(line_no, text, time, source, {"image": images, "file": files}))
-                continue
-            if role == "assistant":
-                try:
-                    text, images, _files = _content(payload.get("content"))
-                except _Bad as error:
-                    yield Skipped(line_no, str(error), malformed=True)
-                    continue
-                yield from release()
-                if current is not None:
-                    if text.strip():
-                        current.parts.append(text.strip())
-                    count("image", images)
-                continue
-            continue  # developer / system instructions: not part of an exchange
-        if item_type in _COMPACTION_ITEMS:
+            yield from self._message(line_no, payload, stamp, bad_time)
+        elif item_type in _COMPACTION_ITEMS:
             yield Skipped(line_no, COMPACTION)
-            continue
-        if item_type in _MODEL_OUTPUT:
-            yield from release()
-            count(_MODEL_OUTPUT[item_type])
-            continue
-        if item_type in _TOOL_RESULTS:
-            count(_TOOL_RESULTS[item_type])
-            continue
-        if item_type in _INTERNAL_ITEMS or not isinstance(item_type, str):
-            continue
-        count(item_type)  # a kind of item this reader does not know: left out, but said so
+        elif item_type in _MODEL_OUTPUT:
+            yield from self._release()
+            self._count(_MODEL_OUTPUT[item_type])
+        elif item_type in _TOOL_RESULTS:
+            self._count(_TOOL_RESULTS[item_type])
+        elif isinstance(item_type, str) and item_type not in _INTERNAL_ITEMS:
+            self._count(item_type)  # a kind of item this reader does not know: left out, but said so
 
-    yield from release(at_end=True)
-    yield from flush()
+    def _message(self, line_no: int, payload: dict, stamp: str | None, bad_time: bool) -> Iterator[Turn | Skipped]:
+        role = payload.get("role")
+        if role not in ("user", "assistant"):
+            return  # developer / system instructions: not part of an exchange
+        try:
+            text, images, files = _content(payload.get("content"))
+        except _Bad as error:
+            yield Skipped(line_no, str(error), malformed=True)
+            return
+        if role == "assistant":
+            yield from self._release()
+            if self.current is not None:
+                if text.strip():
+                    self.current.parts.append(text.strip())
+                self._count("image", images)
+            return
+        text = _typed_part(text)
+        current = self.current
+        if (current is not None and current.from_event and not current.twin_seen
+                and not current.answered and text.strip() == current.turn.user.strip()):
+            current.twin_seen = True  # the event came first this time
+        elif _is_injected(text):
+            yield Skipped(line_no, INJECTED)
+        elif bad_time:
+            yield Skipped(line_no, "bad timestamp", malformed=True)
+        else:
+            time, source = (stamp, "record") if stamp else (self.last_time, "session")
+            self.held.append(_Held(line_no, text, time, source, {"image": images, "file": files}))
+
+    def _open(self, position: int, text: str, time: str | None, source: str, attached: dict[str, int]) -> _Open:
+        key = f"{self.session_id}:{position}"
+        return _Open(Turn(position=position, user=text, time=time, time_source=source, source_id=key, identity=key,
+                          left_out={k: n for k, n in attached.items() if n}))
+
+    def _flush(self) -> Iterator[Turn | Skipped]:
+        if self.current is not None:
+            turn = self.current.turn
+            if not turn.user.strip():
+                yield Skipped(turn.position, EMPTY)
+            else:
+                turn.assistant = "\n\n".join(self.current.parts)
+                yield turn
+        self.current = None
+
+    def _release(self, at_end: bool = False) -> Iterator[Turn | Skipped]:
+        """The model has answered (or the file ended): decide what the held items were."""
+        items = self.held[:]
+        self.held.clear()
+        for item in items:
+            if self.events_seen:
+                yield Skipped(item.line, INJECTED)
+                continue
+            yield from self._flush()
+            time, source = (item.time, item.source) if item.time else (self.last_time, "session")
+            self.current = self._open(item.line, item.text, time, source, item.attached)
+        if not at_end and self.current is not None:
+            self.current.answered = True
+
+    def _count(self, kind: str, n: int = 1) -> None:
+        if self.current is not None and n:
+            left_out = self.current.turn.left_out
+            left_out[kind] = left_out.get(kind, 0) + n

@@ -16,14 +16,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from memctl import times
 from memctl.errors import BadInput
-from memctl.model import Assertion, Episode, content_hash
-from memctl.sources import IngestOptions, fallback_reference_time, read_jsonl
+from memctl.model import Assertion, Episode, Evidence, Precision, content_hash
+from memctl.sources import Head, IngestOptions, fallback_reference_time, read_jsonl
+
+NAME = "facts"
+
+
+def sniff(path: Path, head: Head) -> bool:
+    return isinstance(head.jsonl_record, dict) and "facts" in head.jsonl_record
 
 
 class _Fact(BaseModel):
@@ -60,42 +66,59 @@ def _instant(value: str | None, what: str) -> times.ParsedInstant | None:
     return None if value is None else times.parse_instant(value, what=what)
 
 
-def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None) -> Assertion:
-    where = f"facts[{index}]"
+class _Interval(TypedDict):
+    """An assertion's dates, as the keywords ``Assertion`` takes them."""
+
+    valid_at: str | None
+    valid_at_evidence: Evidence | None
+    valid_at_precision: Precision | None
+    invalid_at: str | None
+    invalid_at_evidence: Evidence | None
+    invalid_at_precision: Precision | None
+
+
+# One end of the interval: (storage time, evidence, precision), or all None.
+_Bound = tuple[str | None, Evidence | None, Precision | None]
+_UNBOUNDED: _Bound = (None, None, None)
+
+
+def _bound(given: times.ParsedInstant | None, reference_time: str | None) -> _Bound:
+    """The date the line gives (``explicit``), else ``reference_time`` (``reference``), else none."""
+    if given is not None:
+        return times.to_storage(given.at), "explicit", given.precision
+    if reference_time is not None:
+        return reference_time, "reference", "instant"
+    return _UNBOUNDED
+
+
+def _interval(item: _Fact, where: str, reference_time: str) -> _Interval:
+    """A fact holds from ``valid_at`` (default: the reference time) until ``invalid_at``, if
+    given; a retraction only ends it, at ``invalid_at`` (default: the reference time)."""
     valid = _instant(item.valid_at, f"{where}.valid_at")
     invalid = _instant(item.invalid_at, f"{where}.invalid_at")
-    extracted = _instant(item.extracted_at, f"{where}.extracted_at")
     if item.retracted:
-        valid_at = None
-        invalid_at, invalid_evidence, invalid_precision = (
-            (times.to_storage(invalid.at), "explicit", invalid.precision) if invalid
-            else (reference_time, "reference", "instant")
-        )
+        start, end = _UNBOUNDED, _bound(invalid, reference_time)
     else:
-        valid_at, valid_evidence, valid_precision = (
-            (times.to_storage(valid.at), "explicit", valid.precision) if valid
-            else (reference_time, "reference", "instant")
-        )
-        invalid_at, invalid_evidence, invalid_precision = (
-            (times.to_storage(invalid.at), "explicit", invalid.precision) if invalid else (None, None, None)
-        )
-    fields = dict(
-        subject=item.subject,
-        predicate=item.predicate,
-        object=item.object,
-        fact=item.fact or f"{item.subject} {item.predicate.replace('_', ' ')} {item.object}",
-        valid_at=valid_at,
-        valid_at_evidence=None if item.retracted else valid_evidence,
-        valid_at_precision=None if item.retracted else valid_precision,
-        invalid_at=invalid_at,
-        invalid_at_evidence=invalid_evidence,
-        invalid_at_precision=invalid_precision,
-        cardinality=item.cardinality,
-        extractor="facts",
-        extracted_at=times.to_storage(extracted.at) if extracted else line_extracted_at,
-    )
+        start, end = _bound(valid, reference_time), _bound(invalid, None)
+    return _Interval(valid_at=start[0], valid_at_evidence=start[1], valid_at_precision=start[2],
+                     invalid_at=end[0], invalid_at_evidence=end[1], invalid_at_precision=end[2])
+
+
+def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None) -> Assertion:
+    where = f"facts[{index}]"
+    interval = _interval(item, where, reference_time)
+    extracted = _instant(item.extracted_at, f"{where}.extracted_at")
     try:
-        return Assertion(**fields)
+        return Assertion(
+            subject=item.subject,
+            predicate=item.predicate,
+            object=item.object,
+            fact=item.fact or f"{item.subject} {item.predicate.replace('_', ' ')} {item.object}",
+            cardinality=item.cardinality,
+            extractor="facts",
+            extracted_at=times.to_storage(extracted.at) if extracted else line_extracted_at,
+            **interval,
+        )
     except ValidationError as error:
         raise ValueError(f"{where}: {_first_message(error)}") from None
 
@@ -112,7 +135,8 @@ def _error_line(path: Path, number: int, error: Exception) -> BadInput:
     return BadInput(f"{path}:{number}: {message}")
 
 
-def parse(path: Path, options: IngestOptions) -> Iterator[Episode]:
+def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
+    """Episodes, not turns: a line is read as given, and a bad one refuses the whole command (BadInput)."""
     fallback: tuple[str, str] | None = None
     for number, raw, value in read_jsonl(path):
         try:
@@ -125,7 +149,7 @@ def parse(path: Path, options: IngestOptions) -> Iterator[Episode]:
                 reference_time, reference_source = fallback
             line_extracted = _instant(line.extracted_at, "extracted_at")
             assertions = [
-                _assertion(item, index, reference_time, line_extracted and times.to_storage(line_extracted.at))
+                _assertion(item, index, reference_time, times.to_storage(line_extracted.at) if line_extracted else None)
                 for index, item in enumerate(line.facts)
             ]
         except BadInput:

@@ -33,10 +33,18 @@ from pathlib import Path
 
 from memctl import times
 from memctl.errors import FileRefused
-from memctl.sources import IngestOptions, Skipped, Turn, load_json
+from memctl.sources import Head, IngestOptions, Skipped, Turn, load_json
+
+NAME = "gemini"
 
 PROMPT_LOG = "Gemini CLI prompt log (logs.json), not a session: its prompts are in the session files"
 EMPTY = "empty user turn"
+
+
+def sniff(path: Path, head: Head) -> bool:
+    """A session's keys near the start (logs.json has sessionId but no messages)."""
+    text = head.json_text
+    return '"messages"' in text and ('"startTime"' in text or '"sessionId"' in text)
 
 
 class _Bad(ValueError):
@@ -86,21 +94,10 @@ def _parts(content: object) -> tuple[str, dict[str, int]]:
     return "\n".join(t for t in texts if t.strip()), left_out
 
 
-def _instant(value: object) -> str | None:
-    if value is None:
-        return None
-    try:
-        return times.normalize_instant(value, what="timestamp")
-    except times.BadInstant:
-        return None
-
-
 def _between(before: tuple[float, str] | None, after: tuple[float, str] | None, at: float) -> str | None:
     """The time at position ``at`` between two known (position, time) points."""
-    if before is None and after is None:
-        return None
     if before is None:
-        return after[1]
+        return after[1] if after is not None else None
     if after is None or after[1] <= before[1]:
         return before[1]
     start, end = times.from_storage(before[1]), times.from_storage(after[1])
@@ -120,13 +117,13 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
 
     # Known times by position: startTime at -1, each message's own, lastUpdated at the end.
     known: list[tuple[float, str]] = []
-    start_time = _instant(data.get("startTime"))
+    start_time = times.record_time_or_none(data.get("startTime"))
     if start_time:
         known.append((-1, start_time))
     for index, message in enumerate(messages):
-        if isinstance(message, dict) and (stamp := _instant(message.get("timestamp"))):
+        if isinstance(message, dict) and (stamp := times.record_time_or_none(message.get("timestamp"))):
             known.append((index, stamp))
-    end_time = _instant(data.get("lastUpdated"))
+    end_time = times.record_time_or_none(data.get("lastUpdated"))
     if end_time:
         known.append((len(messages), end_time))
 
@@ -171,7 +168,7 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
         if kind == "user":
             yield from flush()
             raw_time = message.get("timestamp")
-            stamp = _instant(raw_time)
+            stamp = times.record_time_or_none(raw_time)
             if raw_time is not None and stamp is None:
                 yield Skipped(position, "bad timestamp", malformed=True)
                 continue

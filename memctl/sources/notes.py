@@ -1,4 +1,4 @@
-"""``text`` / ``markdown``: a note file is one episode.
+"""``text`` (and, through ``memctl.sources.markdown``, ``markdown``): a note file is one episode.
 
 The episode is the note's text (the "user" side; no reply), position 1, with any YAML
 front matter (``---`` on the first line up to the next ``---`` or ``...``) removed.
@@ -7,8 +7,9 @@ Its time, first that works:
 
 1. ``date:`` in the front matter, then ``created:`` (top-level keys, any case; quotes
    and a trailing ``# comment`` are dropped). Only that key is read, without a YAML
-   library. The value is ISO-8601 read like every memctl input: a bare date is 00:00 UTC,
-   a naive datetime is UTC, an offset is honoured.
+   library. The value is read as every format reads a record's time
+   (``memctl.times.record_time_to_storage``): ISO-8601, where a bare date is 00:00 UTC, a
+   naive datetime is UTC and an offset is honoured, or an epoch number.
 2. A date in the file name: ``2024-03-05-standup.md``, ``notes_20240305.txt``,
    ``2024_03_05.md``, ``2024.03.05.txt`` (the same separator twice, or none; not part of a
    longer run of digits; years 1900–2099), as 00:00 UTC that day.
@@ -18,8 +19,8 @@ Both 1 and 2 are the note's own record (time source ``record``). A value that is
 real date (``2024-02-31``, ``last tuesday``) is not a date: the next rule is tried.
 
 The file is read once, as UTF-8 (undecodable bytes replaced); ``parse`` cuts the episode
-to ``MAX_EPISODE_CHARS``. (Aider's own logs end in ``.md`` too; detection leaves them
-out, see ``memctl.sources.detect_format``.)
+to ``MAX_EPISODE_CHARS``. (Aider's own logs end in ``.md`` too; detection asks Aider
+first, see ``memctl.sources.DETECTION_ORDER``.)
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from datetime import date
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import IngestOptions, Skipped, Turn
+from memctl.sources import Head, IngestOptions, Skipped, Turn
+
+NAME = "text"
 
 FRONT_MATTER_KEYS = ("date", "created")
 FRONT_MATTER_MAX_LINES = 200  # an opening "---" not closed by then is not front matter
@@ -39,6 +42,10 @@ _KEY = re.compile(r"^([A-Za-z_]+)\s*:(.*)$")
 _NAME_DATE = re.compile(r"(?<!\d)(\d{4})([-_.]?)(\d{2})\2(\d{2})(?!\d)")
 
 EMPTY = "empty note"
+
+
+def sniff(path: Path, head: Head) -> bool:
+    return path.suffix.lower() == ".txt"
 
 
 def _scalar(raw: str) -> str:
@@ -59,7 +66,7 @@ def front_matter_time(lines: list[str]) -> str | None:
     for key in FRONT_MATTER_KEYS:
         if key in found:
             try:
-                return times.normalize_instant(_scalar(found[key]), what=key)
+                return times.record_time_to_storage(_scalar(found[key]))
             except times.BadInstant:
                 continue
     return None
