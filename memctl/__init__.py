@@ -17,14 +17,39 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from memctl.errors import (Ambiguous, BadInput, FileRefused, LLMUnavailable, MemctlError, NotFound,
-                               NothingToExtract, NotUndoable)
+if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ imports on first use
+    # ruff: noqa: F401
+    from memctl.errors import (
+        Ambiguous,
+        BadInput,
+        FileRefused,
+        LLMUnavailable,
+        MemctlError,
+        NotFound,
+        NothingToExtract,
+        NotUndoable,
+    )
     from memctl.extract import Extractor, Request, Result, build_extractor
     from memctl.memory import Memory
-    from memctl.results import (DateFix, Effects, EpisodeDetail, EpisodeSummary, Fact, FactChange, History,
-                                IngestReport, Operation, RebuildResult, RecallResult, RepairResult, RetryResult, Slot,
-                                Stats, StoredAssertion, UndoPlan)
+    from memctl.results import (
+        DateFix,
+        Effects,
+        EpisodeDetail,
+        EpisodeSummary,
+        Fact,
+        FactChange,
+        History,
+        IngestReport,
+        Operation,
+        RebuildResult,
+        RecallResult,
+        RepairResult,
+        RetryResult,
+        Slot,
+        Stats,
+        StoredAssertion,
+        UndoPlan,
+    )
     from memctl.sources import IngestOptions
 
 _HOMES = {
