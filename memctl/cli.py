@@ -38,7 +38,8 @@ class State:
 
 @app.callback()
 def _main(
-    db: Annotated[Optional[Path], typer.Option("--db", help="Database file (default: $MEMCTL_DB, else the user data dir).")] = None,
+    db: Annotated[Optional[Path], typer.Option(
+        "--db", help="Database file (default: $MEMCTL_DB, else the user data dir).")] = None,
 ) -> None:
     State.db_path = db
 
@@ -105,10 +106,14 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories to ingest.")],
     format: Annotated[str, typer.Option("--format", help="auto (detected per file), or one of: facts, claude-code, "
                                         "codex, chatgpt, claude-ai, gemini, aider, jsonl, text, markdown.")] = "auto",
-    reference_time: Annotated[Optional[str], typer.Option("--reference-time", help="Time for records that carry none. " + TIME_HELP)] = None,
-    from_mtime: Annotated[bool, typer.Option("--from-mtime", help="Date records that carry no time by their file's modification time.")] = False,
-    tz: Annotated[Optional[str], typer.Option("--tz", help="IANA zone of naive local times (Aider's); default: this machine's.")] = None,
-    extractor: Annotated[str, typer.Option("--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")] = "auto",
+    reference_time: Annotated[Optional[str], typer.Option(
+        "--reference-time", help="Time for records that carry none. " + TIME_HELP)] = None,
+    from_mtime: Annotated[bool, typer.Option(
+        "--from-mtime", help="Date records that carry no time by their file's modification time.")] = False,
+    tz: Annotated[Optional[str], typer.Option(
+        "--tz", help="IANA zone of naive local times (Aider's); default: this machine's.")] = None,
+    extractor: Annotated[str, typer.Option(
+        "--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")] = "auto",
     model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
@@ -303,8 +308,8 @@ def retry(
     extractor: Annotated[str, typer.Option("--extractor", help="auto, llm or rules (as for ingest).")] = "auto",
     model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Extract and show what would change; write nothing "
-                                                            "(the replies are cached, so doing it costs no more calls).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Extract and show what would change; write nothing (the "
+                                                            "replies are cached, so doing it costs no more calls).")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Extract episodes again from their stored text and swap their assertions at once.
@@ -341,7 +346,7 @@ def repair_midnight_hallucinations(
     apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Fix dates an LLM invented as "today at 00:00" (DESIGN §4), and nothing looser.
+    """Fix dates an LLM invented as "today at 00:00" (docs/architecture.md §4), and nothing looser.
 
     A valid_at at clean midnight on the day the assertion was extracted becomes the
     episode's time; such an invalid_at is cleared. Undo with: memctl undo OPERATION_ID.

@@ -1,4 +1,4 @@
-"""Secrets out of text before it is stored or sent anywhere (DESIGN §7, invariant 7).
+"""Secrets out of text before it is stored or sent anywhere (architecture §7, invariant 7).
 
 Each pattern is anchored so that ordinary text survives: an API key must stand on its
 own (``sk-...`` preceded by a letter, digit, ``-`` or ``/`` is part of a slug or path,

@@ -1,7 +1,7 @@
 """A small OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
 Model "fake-normal" answers what the episode's sentences say; "fake-adversarial" answers
-today at midnight for every other date, as the 1,384-edge report in DESIGN §3 found.
+today at midnight for every other date, as the 1,384-edge report that the design brief cites found.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class FakeOpenAIServer:
     YYYY]" sentences from the episode, dating them from the text or REFERENCE_TIME.
     Model "fake-adversarial" does the same but answers ``today`` 00:00:00Z, claiming
     evidence "text", for every other valid_at it reports (counted across all requests),
-    as the 1,384-edge report in DESIGN §3 found. ``latency`` (seconds) is for benchmarks.
+    as the 1,384-edge report that the design brief cites found. ``latency`` (seconds) is for benchmarks.
     """
 
     def __init__(self, today: datetime, api_key: str = API_KEY, latency: float = 0.0):

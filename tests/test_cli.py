@@ -1,4 +1,4 @@
-"""The public CLI surface (DESIGN §6): what a user types, what they get back."""
+"""The public CLI surface (README): what a user types, what they get back."""
 
 from __future__ import annotations
 

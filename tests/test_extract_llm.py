@@ -1,4 +1,4 @@
-"""The LLM extractor through the real ``openai`` client (DESIGN §3, issue 4).
+"""The LLM extractor through the real ``openai`` client (architecture §3, issue 4).
 
 Unit tests drive the client with ``httpx2.MockTransport`` (openai 3.x sends through
 httpx2); one end-to-end test talks HTTP to a small OpenAI-compatible server on

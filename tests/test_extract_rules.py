@@ -313,7 +313,7 @@ def test_a_fact_said_twice_in_an_episode_is_one_assertion():
 
 
 def test_the_date_guard_has_nothing_to_correct():
-    """Rules never invent a date: the guard (DESIGN §3) leaves every assertion as it is."""
+    """Rules never invent a date: the guard (architecture §3) leaves every assertion as it is."""
     for a in extract_text(ALL_TEXT, REF, times.to_storage(datetime(2024, 3, 15, tzinfo=UTC))):
         assert guard(a, ALL_TEXT, REF) == (a, [])
 

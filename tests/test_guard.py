@@ -1,4 +1,4 @@
-"""The date guard (DESIGN §3): invented dates never reach storage; stated ones survive."""
+"""The date guard (architecture §3): invented dates never reach storage; stated ones survive."""
 
 from __future__ import annotations
 

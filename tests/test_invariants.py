@@ -1,4 +1,4 @@
-"""DESIGN §7 invariants 1-3 over generated episodes with overlapping slots.
+"""architecture §7 invariants 1-3 over generated episodes with overlapping slots.
 
 1. Any permutation of the same episodes (in any batching) gives identical current facts.
 2. ingest(S) then undo(E) == ingest(S - E), also when later episodes touched the same

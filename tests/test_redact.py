@@ -1,4 +1,4 @@
-"""Secrets never reach storage or an extractor (DESIGN §7, invariant 7)."""
+"""Secrets never reach storage or an extractor (architecture §7, invariant 7)."""
 
 from __future__ import annotations
 

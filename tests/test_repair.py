@@ -1,4 +1,4 @@
-"""repair midnight-hallucinations (DESIGN §4) on damaged data migrated from another system."""
+"""repair midnight-hallucinations (architecture §4) on damaged data migrated from another system."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def iso(at: datetime) -> str:
 
 
 def legacy_dataset(path) -> dict:
-    """264 historical episodes, 1,384 assertions, damaged like the report in DESIGN §3."""
+    """264 historical episodes, 1,384 assertions, damaged like the 1,384-edge report the design brief cites."""
     rng = random.Random(1384)
     references = [datetime(2023, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randrange(700 * 24 * 60),
                                                                        seconds=rng.randrange(1, 59))
@@ -44,7 +44,7 @@ def legacy_dataset(path) -> dict:
             if kind == "invented_end":
                 fact["invalid_at"] = TODAY_MIDNIGHT
             elif kind == "microsecond_end":
-                fact["invalid_at"] = "2025-06-10T09:13:44.%06dZ" % rng.randrange(1, 999999)
+                fact["invalid_at"] = f"2025-06-10T09:13:44.{rng.randrange(1, 999999):06d}Z"
             elif kind == "genuine_end":
                 fact["invalid_at"] = iso(genuine + timedelta(days=rng.randrange(1, 30)))
         line["facts"].append(fact)

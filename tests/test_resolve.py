@@ -1,4 +1,4 @@
-"""Slot resolution as a pure function (DESIGN §1)."""
+"""Slot resolution as a pure function (architecture §1)."""
 
 from __future__ import annotations
 

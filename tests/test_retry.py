@@ -1,4 +1,4 @@
-"""retry (DESIGN §4): re-extract from stored text and swap assertions atomically."""
+"""retry (architecture §4): re-extract from stored text and swap assertions atomically."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Parsing instants and the half-open boundaries of --as-of (DESIGN §2, invariant 6)."""
+"""Parsing instants and the half-open boundaries of --as-of (architecture §2, invariant 6)."""
 
 from __future__ import annotations
 

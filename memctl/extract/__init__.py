@@ -1,4 +1,4 @@
-"""Extraction: an episode's text in, validated assertions out (DESIGN §3).
+"""Extraction: an episode's text in, validated assertions out (architecture §3).
 
 Every extractor takes ``Request`` objects and yields one ``Result`` each. A result's
 assertions are ``memctl.model.Assertion`` objects (pydantic-validated, dates already in

@@ -1,4 +1,4 @@
-"""The LLM extractor: one structured-output chat call per episode (DESIGN §3).
+"""The LLM extractor: one structured-output chat call per episode (architecture §3).
 
 Any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, llama.cpp server) through the
 ``openai`` client, which is imported lazily in ``make_client``: it costs ~0.5 s and most

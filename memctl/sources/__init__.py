@@ -1,6 +1,6 @@
 """Sources: files in, dated episodes out. One module per format.
 
-Every episode is stamped with its true time, resolved per DESIGN §2: the record's own
+Every episode is stamped with its true time, resolved per architecture §2: the record's own
 time, then session times, then ``--reference-time``, then the file's mtime with
 ``--from-mtime``; otherwise the episode is skipped and its file reported as refused.
 Never the import's clock.

@@ -171,7 +171,7 @@ def repairs(db: Database) -> None:
             PRIMARY KEY (operation_id, assertion_id, column_name)
         ) WITHOUT ROWID;
 
-        -- The "today @ 00:00" signature of DESIGN §4, as partial indexes: finding the
+        -- The "today @ 00:00" signature of architecture §4, as partial indexes: finding the
         -- suspects among a million assertions reads only the suspects.
         CREATE INDEX assertions_midnight_valid ON assertions(episode_id) WHERE expired_at IS NULL
             AND substr(valid_at, 11) = 'T00:00:00.000000Z' AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
