@@ -12,6 +12,7 @@ import re
 
 from sqlite_utils import Database
 
+from memctl import times
 from memctl.errors import BadInput
 from memctl.results import RecallResult
 from memctl.store import reads
@@ -27,6 +28,17 @@ def match_expression(query: str) -> str:
     return " OR ".join(f'"{word}"' for word in dict.fromkeys(words))
 
 
+def _instant(value: str | None, what: str) -> str | None:
+    """Any ISO-8601 form a caller gives, as stored: times compare as strings in SQL, so
+    "2024-03-01" must become "2024-03-01T00:00:00.000000Z" before it meets a column."""
+    if value is None:
+        return None
+    try:
+        return times.normalize_instant(value, what=what)
+    except times.BadInstant as error:
+        raise BadInput(str(error)) from None
+
+
 def recall(db: Database, query: str, *, now: str, as_of: str | None = None, known_at: str | None = None,
            limit: int = 10, history: bool = False) -> RecallResult:
     """Best-matching facts valid at ``as_of`` (every valid time with ``history``).
@@ -36,6 +48,7 @@ def recall(db: Database, query: str, *, now: str, as_of: str | None = None, know
     """
     if limit < 1:
         raise BadInput(f"must be at least 1, got {limit}", parameter="limit")
+    as_of, known_at = _instant(as_of, "as_of"), _instant(known_at, "known_at")
     effective_as_of = as_of or known_at or now
     results = reads.search_facts(db, match_expression(query), as_of=effective_as_of, known_at=known_at,
                                  history=history, limit=limit)

@@ -62,9 +62,18 @@ NO_TIME = "no reference time: pass --reference-time ISO or --from-mtime"
 @dataclass(frozen=True)
 class IngestOptions:
     format: str = "auto"
-    reference_time: str | None = None  # storage form, from --reference-time
+    reference_time: str | None = None  # for records without a time; any ISO-8601 form, kept in storage form
     from_mtime: bool = False
     tz: str | None = None  # IANA zone for naive local times (Aider); None: this machine's
+
+    def __post_init__(self) -> None:
+        # Stored as given, a "2025-03-01" would break string order against stored times.
+        if self.reference_time is not None:
+            try:
+                stored = times.normalize_instant(self.reference_time, what="reference_time")
+            except times.BadInstant as error:
+                raise BadInput(str(error)) from None
+            object.__setattr__(self, "reference_time", stored)
 
 
 @dataclass

@@ -1,0 +1,87 @@
+"""The library as a program uses it: typed results, typed errors without command-line
+wording, any ISO-8601 form for times, and a package that imports lazily."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import memctl
+from memctl import BadInput, IngestOptions, Memory, NotFound, NotUndoable, build_extractor
+from memctl.cli import message
+from memctl.results import Record
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "team.facts.jsonl"
+
+
+@pytest.fixture
+def filled(memory: Memory) -> Memory:
+    memory.ingest([FIXTURE], IngestOptions())
+    return memory
+
+
+def test_times_in_any_iso_form_are_compared_as_instants(filled):
+    question = "which database does billing use"
+    forms = ["2024-03-01", "2024-03-01T00:00:00Z", "2024-03-01T01:00:00+01:00", "2024-03-01T00:00:00.000000Z"]
+    answers = [[f.object for f in filled.recall(question, as_of=form).results] for form in forms]
+    assert answers[0][0] == "MySQL" and all(answer == answers[0] for answer in answers)
+    assert filled.recall(question, known_at="2000-01-01").results == []  # nothing was known then
+    with pytest.raises(BadInput, match="yesterday"):
+        filled.recall(question, as_of="yesterday")
+    assert IngestOptions(reference_time="2025-03-01").reference_time == "2025-03-01T00:00:00.000000Z"
+    with pytest.raises(BadInput, match="2025-02-31"):
+        IngestOptions(reference_time="2025-02-31")
+
+
+def test_errors_are_typed_and_speak_the_librarys_words(filled, clock):
+    cases = [
+        (lambda: filled.recall("billing", limit=0), BadInput, "limit must be at least 1"),
+        (lambda: filled.recall("?!", limit=3), BadInput, "no words"),
+        (lambda: filled.undo([]), BadInput, "name at least one episode"),
+        (lambda: filled.undo(["ep_nope"]), NotFound, "no episode or operation matches"),
+        (lambda: filled.episode("ep_nope"), NotFound, "no episode matches"),
+        (lambda: filled.history("nobody"), NotFound, "no entity named 'nobody'"),
+        (lambda: build_extractor("gpt", clock=clock), BadInput, "extractor must be auto, llm or rules"),
+    ]
+    for call, kind, words in cases:
+        with pytest.raises(kind) as raised:
+            call()
+        assert words in str(raised.value) and "--" not in str(raised.value), raised.value
+    # The command line names its own flag for an argument at fault.
+    with pytest.raises(BadInput) as raised:
+        filled.recall("billing", limit=0)
+    assert message(raised.value) == "--limit must be at least 1, got 0"
+
+
+def test_plans_say_their_kind_and_print_as_the_cli_prints_them(filled, clock):
+    episode = filled.episodes()[0].id
+    plan = filled.undo([episode], apply=True)
+    assert (plan.kind, plan.target, plan.applied) == ("episodes", None, True)
+    assert list(plan.to_json()) == ["episodes", "revisions_reverted", "already_undone", "purge", "removed",
+                                    "reopened", "changed", "added", "applied", "operation_id"]
+    clock.advance(seconds=1)
+    back = filled.undo([plan.operation_id], apply=True)
+    assert (back.kind, back.target, back.episodes) == ("undo", plan.operation_id, [episode])
+    assert back.to_json()["undo"] == plan.operation_id and "revisions_reverted" not in back.to_json()
+    assert back["undo"] == plan.operation_id and back["removed"] == back.effects.removed  # read by key, as 0.1 did
+    with pytest.raises(NotUndoable):
+        filled.undo([back.operation_id])
+    # Every record is plain JSON all the way down.
+    for record in [filled.recall("billing"), filled.history("billing"), filled.episode(episode), filled.stats(),
+                   filled.rebuild(), filled.repair_midnights(), plan, *filled.operations(), *filled.episodes()]:
+        assert isinstance(record, Record)
+        assert json.loads(json.dumps(record.to_json())) == record.to_json()
+
+
+def test_the_package_exports_the_api_and_imports_nothing_heavy_until_asked():
+    assert memctl.Memory is Memory and "Memory" in memctl.__all__
+    with pytest.raises(AttributeError):
+        memctl.NoSuchThing  # noqa: B018
+    probe = ("import sys, memctl; heavy = [m for m in ('sqlite_utils', 'pydantic', 'openai', 'memctl.memory') "
+             "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
