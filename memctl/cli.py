@@ -202,7 +202,8 @@ def _ingest_table(report):
     if report.empty:
         rows.append(["empty files", len(report.empty)])
     rows += [[label, getattr(report, key)] for label, key in [
-        ("episodes read", "episodes"), ("added", "added"), ("brought back", "reactivated"), ("read again, grown", "revised"),
+        ("episodes read", "episodes"), ("added", "added"), ("reactivated (undone, now back)", "reactivated"),
+        ("revised (read again, grown)", "revised"),
         ("already present", "already_present"), ("pending episodes extracted", "extracted_pending"),
         ("assertions", "assertions"), ("facts created", "facts_created"), ("facts ended or replaced", "facts_expired"),
         ("secrets redacted", "redactions"), ("extractor", "extractor"), ("model calls", "extraction_calls"),
@@ -273,7 +274,7 @@ def undo(
     kind = None if plan.kind == "episodes" else plan.kind
     reverted = plan.revisions_reverted
     what = (f"the {kind} {plan.target}" if kind else f"{len(plan.episodes)} episode(s)"
-            + (f" and {len(reverted)} grown reading(s)" if reverted else ""))
+            + (f" and {len(reverted)} revised reading(s)" if reverted else ""))
     if plan.already_undone and kind:
         console.print(f"nothing to undo: {what} was already undone")
         return
@@ -353,7 +354,7 @@ def repair_midnight_hallucinations(
 
     Example: memctl repair midnight-hallucinations --apply
     """
-    result = _memory().repair_midnights(apply=apply)
+    result = _memory().repair_midnight_hallucinations(apply=apply)
     if as_json:
         _print_json({k: v for k, v in result.to_json().items() if k != "sample"})
         return
@@ -401,7 +402,7 @@ def show(
 
     Example: memctl show ep_7f3a
     """
-    data = _memory().episode(episode)
+    data = _memory().show(episode)
     if as_json:
         _print_json(data)
         return

@@ -91,10 +91,10 @@ class Memory:
         with self.connections.writing() as db:
             return retry_module.retry(db, self.clock, targets, extractor, failed=failed, dry_run=dry_run)
 
-    def repair_midnights(self, *, apply: bool = False) -> RepairResult:
+    def repair_midnight_hallucinations(self, *, apply: bool = False) -> RepairResult:
         """``repair midnight-hallucinations``: a plan, or with ``apply`` one journaled change."""
         with self.connections.writing() as db:
-            return repair.repair_midnights(db, self.clock, apply=apply)
+            return repair.repair_midnight_hallucinations(db, self.clock, apply=apply)
 
     def rebuild(self) -> RebuildResult:
         """Recompute every fact from the assertions; on a healthy store this changes nothing."""
@@ -116,7 +116,7 @@ class Memory:
             return reads.episodes(db, source=str(source.resolve()) if source is not None else None, status=status,
                                   limit=limit)
 
-    def episode(self, target: str) -> EpisodeDetail:
+    def show(self, target: str) -> EpisodeDetail:
         """One episode (by id or unique prefix) with its assertions and the facts it supports."""
         with self.connections.reading() as db:
             return reads.episode(db, undo_module.episode_id(db, target), self.now())

@@ -83,7 +83,7 @@ def plan(db: Database) -> RepairPlan:
     return result
 
 
-def repair_midnights(db: Database, clock: Clock, *, apply: bool) -> RepairResult:
+def repair_midnight_hallucinations(db: Database, clock: Clock, *, apply: bool) -> RepairResult:
     """A plan, or with ``apply`` one journaled change that ``undo`` reverses."""
     if not apply:  # a preview reads; it need not keep other writers waiting
         with collector_paused():

@@ -227,7 +227,7 @@ UndoKind = Literal["episodes", "repair", "retry", "undo"]
 class UndoPlan(Record):
     """What an undo removes and puts back; applied, or a preview.
 
-    ``kind`` says what is undone: episodes (with their ingest's grown readings), or one
+    ``kind`` says what is undone: episodes (with the readings their ingest revised), or one
     repair, retry or undo operation (``target``).
     """
 

@@ -103,7 +103,7 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
         at = transaction_time(db, clock)
         touched = Touched()
         # The ingest operations named: undoing one also gives back the readings it
-        # replaced (turns read again, grown); a purge erases those with the rest.
+        # replaced (its revised episodes); a purge erases those with the rest.
         operations = [] if purge else [_operation(db, target) for target in targets]
         for operation_id, _ in [op for op in operations if op is not None and op[1] == "ingest"]:
             more, episodes = revert_revisions(db, operation_id, at)

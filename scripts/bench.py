@@ -252,17 +252,17 @@ def repair_benchmark(total: int = 1_000_000, affected: int = 100_000) -> dict:
         log("building the facts, as a real store has them (not timed)")
         memory.rebuild()
         log("repair: dry run")
-        dry_s = timed(lambda: memory.repair_midnights())
+        dry_s = timed(lambda: memory.repair_midnight_hallucinations())
         log("repair: --apply")
         repaired = []
-        apply_s = timed(lambda: repaired.append(memory.repair_midnights(apply=True)))
+        apply_s = timed(lambda: repaired.append(memory.repair_midnight_hallucinations(apply=True)))
         log("undo of the repair")
         undo_s = timed(lambda: memory.undo([repaired[0].operation_id], apply=True))
         # Most of these moves stay inside the fact they support, so their slots are not
         # re-resolved (resolve.start_move_is_inert). Without that, every moved value is:
         log("repair: --apply again, judging no move inert")
         with unittest.mock.patch("memctl.repair.start_move_is_inert", return_value=False):
-            no_inert_s = timed(lambda: memory.repair_midnights(apply=True))
+            no_inert_s = timed(lambda: memory.repair_midnight_hallucinations(apply=True))
         memory.close()
     return {"repair_assertions": total, "repair_affected": affected, "repair_dry_run_s": round(dry_s, 2),
             "repair_apply_s": round(apply_s, 2), "repair_undo_s": round(undo_s, 2),

@@ -254,7 +254,7 @@ def test_undo_stays_exact_with_retries_and_repairs_mixed_in(made, data):
         if ids:
             memory.retry(sorted(ids), _Relocating())
         memory.clock.advance(seconds=1)
-        memory.repair_midnights(apply=True)
+        memory.repair_midnight_hallucinations(apply=True)
 
     everything = ingested([made])
     treat(everything, retried)
@@ -276,7 +276,7 @@ def test_repair_and_its_undo_recompute_exactly_what_a_rebuild_would(made, data):
     undone = sorted({e.id for e in data.draw(st.lists(st.sampled_from(made), unique_by=lambda e: e.id))})
     memory = ingested([made])
     memory.clock.advance(seconds=1)
-    repaired = memory.repair_midnights(apply=True)
+    repaired = memory.repair_midnight_hallucinations(apply=True)
     assert_rebuild_is_a_no_op(memory)
     if undone:
         memory.clock.advance(seconds=1)

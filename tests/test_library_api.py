@@ -43,7 +43,7 @@ def test_errors_are_typed_and_speak_the_librarys_words(filled, clock):
         (lambda: filled.recall("?!", limit=3), BadInput, "no words"),
         (lambda: filled.undo([]), BadInput, "name at least one episode"),
         (lambda: filled.undo(["ep_nope"]), NotFound, "no episode or operation matches"),
-        (lambda: filled.episode("ep_nope"), NotFound, "no episode matches"),
+        (lambda: filled.show("ep_nope"), NotFound, "no episode matches"),
         (lambda: filled.history("nobody"), NotFound, "no entity named 'nobody'"),
         (lambda: build_extractor("gpt", clock=clock), BadInput, "extractor must be auto, llm or rules"),
     ]
@@ -71,8 +71,8 @@ def test_plans_say_their_kind_and_print_as_the_cli_prints_them(filled, clock):
     with pytest.raises(NotUndoable):
         filled.undo([back.operation_id])
     # Every record is plain JSON all the way down.
-    for record in [filled.recall("billing"), filled.history("billing"), filled.episode(episode), filled.stats(),
-                   filled.rebuild(), filled.repair_midnights(), plan, *filled.operations(), *filled.episodes()]:
+    for record in [filled.recall("billing"), filled.history("billing"), filled.show(episode), filled.stats(),
+                   filled.rebuild(), filled.repair_midnight_hallucinations(), plan, *filled.operations(), *filled.episodes()]:
         assert isinstance(record, Record)
         assert json.loads(json.dumps(record.to_json())) == record.to_json()
 

@@ -145,7 +145,7 @@ def test_undo_of_a_retry_brings_back_what_it_replaced_and_history_keeps_both(ing
     shown = cli("undo", retry_id[:9], "--apply", db=tmp_path / "m.db")
     assert shown.code == 0 and f"Undid the retry {retry_id}" in shown.out
     assert current_facts(memory) == before
-    assert memory.episode(episode)["extraction"] == "done"
+    assert memory.show(episode)["extraction"] == "done"
     # What was believed in between stays in the history.
     assert [r["object"] for r in memory.recall("billing database", known_at=retried_at,
                                                 as_of="2025-01-01")["results"]] == ["Postgres"]
@@ -163,10 +163,10 @@ def test_undo_of_a_retry_restores_a_failed_extraction_state(ingested):
     (episode,) = [e["id"] for e in memory.episodes()]
     before = current_facts(memory)
     retry_id = memory.retry([episode], Says(clock, "x", fail=True))["operation_id"]
-    assert memory.episode(episode)["extraction"] == "failed" and objects(memory) == []
+    assert memory.show(episode)["extraction"] == "failed" and objects(memory) == []
     clock.advance(hours=1)
     memory.undo([retry_id], apply=True)
-    assert memory.episode(episode)["extraction"] == "done" and current_facts(memory) == before
+    assert memory.show(episode)["extraction"] == "done" and current_facts(memory) == before
 
 
 def test_undo_of_a_retry_leaves_an_episode_changed_since(ingested, cli, tmp_path):

@@ -22,7 +22,6 @@ PROMPT_VERSION = "1"
 # service" and the like. Context is for understanding only; nothing is extracted from it.
 CONTEXT_EPISODES = 3
 CONTEXT_CHARS = 2000  # per context episode; longer ones keep their end (closest to now)
-PREDICATES_SHOWN = 100
 
 SYSTEM_PROMPT = """\
 You extract facts from one episode of a conversation log (a user turn and its reply, a
@@ -151,7 +150,7 @@ def _clip(text: str, limit: int) -> str:
 def user_message(request: Request) -> str:
     """The one user message: REFERENCE_TIME, context, predicates, then the episode verbatim."""
     parts = [f"REFERENCE_TIME: {request.reference_time}"]
-    predicates = sorted(set(request.predicates))[:PREDICATES_SHOWN]
+    predicates = sorted(set(request.predicates))
     parts.append("EXISTING PREDICATES: " + (", ".join(predicates) if predicates else "(none yet)"))
     context = [c for c in request.context if c.strip()][-CONTEXT_EPISODES:]
     if context:

@@ -17,15 +17,14 @@ from sqlite_utils import Database
 from memctl.errors import LLMUnavailable
 from memctl.extract import Extractor, Request, Result
 from memctl.extract.guard import guard
+from memctl.extract.prompt import CONTEXT_EPISODES
 from memctl.model import Assertion, Episode
 from memctl.results import IngestReport
 from memctl.store import batches
 from memctl.store import episodes as store
 
-# Episodes handed to an extractor at once (an LLM extractor runs them concurrently),
-# and how many earlier episodes of the same source it sees as context.
+# Episodes handed to an extractor at once (an LLM extractor runs them concurrently).
 EXTRACT_CHUNK = 64
-CONTEXT_EPISODES = 3
 PREDICATES_IN_PROMPT = 50
 
 
@@ -112,9 +111,9 @@ def extracted(db: Database, episodes: Iterable[Episode], extractor: Extractor,
             yield from chunk
             continue
         by_id = store.longest_readings(chunk)
-        # Pending episodes are not "stored" yet: this run extracts them, as it does grown ones.
+        # Pending episodes are not "stored" yet: this run extracts them, as it does revised ones.
         stored = store.active_ids(db, list(by_id), extracted=True)
-        stored -= store.grown(db, (by_id[episode_id] for episode_id in stored))
+        stored -= store.revised_ids(db, (by_id[episode_id] for episode_id in stored))
         requests = []
         for episode in by_id.values():
             if episode.format == "facts" or episode.id in stored:

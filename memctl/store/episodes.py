@@ -80,7 +80,7 @@ def longest_readings(episodes: Iterable[Episode]) -> dict[str, Episode]:
     return by_id
 
 
-def grown(db: Database, episodes: Iterable[Episode]) -> set[str]:
+def revised_ids(db: Database, episodes: Iterable[Episode]) -> set[str]:
     """Ids of active stored episodes of which these are a longer reading: the same turn
     read again after its reply grew (its session was still being written at the last
     ingest). Only growth counts: a shorter or different copy of a turn (in a resumed
@@ -108,7 +108,7 @@ def sort_new(db: Database, episodes: list[Episode]) -> Added:
     for chunk, marks in in_chunks(list(unique)):
         status.update((row[0], row[1:]) for row in db.execute(
             f"SELECT id, status, extraction FROM episodes WHERE id IN ({marks})", chunk).fetchall())
-    revised = grown(db, unique.values())
+    revised = revised_ids(db, unique.values())
     for episode_id, episode in unique.items():
         stored_status, extraction = status.get(episode_id, (None, None))
         if episode_id in revised:
@@ -256,7 +256,7 @@ def revert_retry(db: Database, operation_id: str, retried_at: str, at: str) -> t
                                  AND expired_at IS NOT NULL)""",
             {"e": episode_id, "t": retried_at}).fetchone()[0]
         (left if changed_since else reverted).append(episode_id)
-    touched = _bring_back(db, reverted, retried_at, at)
+    touched = _reactivate(db, reverted, retried_at, at)
     db.conn.executemany("UPDATE episodes SET extraction = ?, extraction_error = ? WHERE id = ?",
                         [(extraction, error, episode_id) for episode_id, extraction, error in journal
                          if episode_id in set(reverted)])
@@ -268,7 +268,7 @@ def revert_undo(db: Database, episode_ids: list[str], undone_at: str, at: str) -
     the assertions it expired, as new rows from ``at`` on.
 
     An episode changed since (ingested again, purged) is left as it is. Returns what was
-    touched, the episodes brought back and those left.
+    touched, the episodes reactivated and those left.
     """
     back: list[str] = []
     left: list[str] = []
@@ -278,7 +278,7 @@ def revert_undo(db: Database, episode_ids: list[str], undone_at: str, at: str) -
                       OR EXISTS (SELECT 1 FROM assertions WHERE episode_id = :e AND created_at > :t)""",
             {"e": episode_id, "t": undone_at}).fetchone()[0]
         (left if changed_since else back).append(episode_id)
-    touched = _bring_back(db, back, undone_at, at)
+    touched = _reactivate(db, back, undone_at, at)
     for chunk, marks in in_chunks(back):
         db.execute(f"UPDATE episodes SET status = 'active' WHERE id IN ({marks})", chunk)
     return touched, back, left
@@ -300,13 +300,13 @@ def revert_revisions(db: Database, operation_id: str, at: str) -> tuple[Touched,
            ORDER BY r.episode_id""", {"op": operation_id}).fetchall()
     touched = Touched()
     for episode_id, revised_at, *old in rows:
-        touched.update(_bring_back(db, [episode_id], revised_at, at))
+        touched.update(_reactivate(db, [episode_id], revised_at, at))
         db.execute("""UPDATE episodes SET content = ?, content_hash = ?, extraction = ?, extraction_error = ?,
                                           operation_id = ?, created_at = ? WHERE id = ?""", [*old, episode_id])
     return touched, [row[0] for row in rows]
 
 
-def _bring_back(db: Database, episode_ids: list[str], expired_at: str, at: str) -> Touched:
+def _reactivate(db: Database, episode_ids: list[str], expired_at: str, at: str) -> Touched:
     """The episodes' assertions that expired at ``expired_at`` replace their active ones,
     as new rows from ``at`` on: the history keeps what was believed in between."""
     touched = touched_by(db, episode_ids, active_only=True)
