@@ -202,8 +202,7 @@ def _ingest_table(report):
     if report.empty:
         rows.append(["empty files", len(report.empty)])
     rows += [[label, getattr(report, key)] for label, key in [
-        ("episodes read", "episodes"), ("added", "added"), ("reactivated (undone, now back)", "reactivated"),
-        ("revised (read again, grown)", "revised"),
+        ("episodes read", "episodes"), ("added", "added"), ("brought back", "reactivated"), ("read again, grown", "revised"),
         ("already present", "already_present"), ("pending episodes extracted", "extracted_pending"),
         ("assertions", "assertions"), ("facts created", "facts_created"), ("facts ended or replaced", "facts_expired"),
         ("secrets redacted", "redactions"), ("extractor", "extractor"), ("model calls", "extraction_calls"),
@@ -274,7 +273,7 @@ def undo(
     kind = None if plan.kind == "episodes" else plan.kind
     reverted = plan.revisions_reverted
     what = (f"the {kind} {plan.target}" if kind else f"{len(plan.episodes)} episode(s)"
-            + (f" and {len(reverted)} revised reading(s)" if reverted else ""))
+            + (f" and {len(reverted)} grown reading(s)" if reverted else ""))
     if plan.already_undone and kind:
         console.print(f"nothing to undo: {what} was already undone")
         return
