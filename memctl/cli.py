@@ -55,14 +55,9 @@ def _memory(*, must_exist: bool = True):
 
 
 def _instant(value: str | None, option: str) -> str | None:
-    if value is None:
-        return None
     from memctl import times
 
-    try:
-        return times.normalize_instant(value, what=option)
-    except times.BadInstant as error:
-        raise BadInput(str(error)) from None
+    return times.instant_argument(value, what=option)
 
 
 def _print_json(data) -> None:

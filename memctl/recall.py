@@ -28,17 +28,6 @@ def match_expression(query: str) -> str:
     return " OR ".join(f'"{word}"' for word in dict.fromkeys(words))
 
 
-def _instant(value: str | None, what: str) -> str | None:
-    """Any ISO-8601 form a caller gives, as stored: times compare as strings in SQL, so
-    "2024-03-01" must become "2024-03-01T00:00:00.000000Z" before it meets a column."""
-    if value is None:
-        return None
-    try:
-        return times.normalize_instant(value, what=what)
-    except times.BadInstant as error:
-        raise BadInput(str(error)) from None
-
-
 def recall(db: Database, query: str, *, now: str, as_of: str | None = None, known_at: str | None = None,
            limit: int = 10, history: bool = False) -> RecallResult:
     """Best-matching facts valid at ``as_of`` (every valid time with ``history``).
@@ -48,7 +37,7 @@ def recall(db: Database, query: str, *, now: str, as_of: str | None = None, know
     """
     if limit < 1:
         raise BadInput(f"must be at least 1, got {limit}", parameter="limit")
-    as_of, known_at = _instant(as_of, "as_of"), _instant(known_at, "known_at")
+    as_of, known_at = times.instant_argument(as_of, what="as_of"), times.instant_argument(known_at, what="known_at")
     effective_as_of = as_of or known_at or now
     results = reads.search_facts(db, match_expression(query), as_of=effective_as_of, known_at=known_at,
                                  history=history, limit=limit)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from dateutil.parser import isoparse
 
+from memctl.errors import BadInput
+
 if TYPE_CHECKING:
     from memctl.model import Precision
 
@@ -97,6 +99,20 @@ def from_storage(text: str) -> datetime:
 def normalize_instant(text: object, *, what: str = "date") -> str:
     """User or file input → storage string; raises BadInstant on anything invalid."""
     return to_storage(parse_instant(text, what=what).at)
+
+
+def instant_argument(value: str | None, *, what: str) -> str | None:
+    """A time a caller passed (an option, a library argument) in storage form, or None.
+
+    Times meet stored columns as strings, so "2024-03-01" must become
+    "2024-03-01T00:00:00.000000Z" first. Bad input is the caller's to fix: BadInput.
+    """
+    if value is None:
+        return None
+    try:
+        return normalize_instant(value, what=what)
+    except BadInstant as error:
+        raise BadInput(str(error)) from None
 
 
 def after(stored: str, micros: int = 1) -> str:

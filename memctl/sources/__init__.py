@@ -67,13 +67,7 @@ class IngestOptions:
     tz: str | None = None  # IANA zone for naive local times (Aider); None: this machine's
 
     def __post_init__(self) -> None:
-        # Stored as given, a "2025-03-01" would break string order against stored times.
-        if self.reference_time is not None:
-            try:
-                stored = times.normalize_instant(self.reference_time, what="reference_time")
-            except times.BadInstant as error:
-                raise BadInput(str(error)) from None
-            object.__setattr__(self, "reference_time", stored)
+        object.__setattr__(self, "reference_time", times.instant_argument(self.reference_time, what="reference_time"))
 
 
 @dataclass
