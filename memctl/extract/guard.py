@@ -21,44 +21,38 @@ The text is checked here, not the evidence the extractor claimed: a model that s
 
 from __future__ import annotations
 
-import re
-from datetime import timedelta
-
-from dateutil import parser as dateutil_parser
+from datetime import datetime
 
 from memctl import times
+from memctl.extract import dates
 from memctl.model import Assertion
 
-_MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-           r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
-_EXPLICIT = re.compile(
-    rf"\b(?:\d{{4}}-\d{{2}}-\d{{2}}"  # 2022-06-20
-    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?(?:,?\s+\d{{4}})?"  # 20 June 2022, 20th of June
-    rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?)\b",  # June 20, 2022
-    re.IGNORECASE,
-)
-_RELATIVE_DAYS = {"today": 0, "tonight": 0, "this morning": 0, "yesterday": -1, "tomorrow": 1}
-_DAYS_AGO = re.compile(r"\b(\d{1,3})\s+days?\s+ago\b", re.IGNORECASE)
 _MIDNIGHT = "T00:00:00.000000Z"
 
 
 def stated_days(text: str, reference_time: str) -> set[str]:
-    """Every calendar day (``YYYY-MM-DD``) the text names, resolved against its reference time."""
+    """Every calendar day (``YYYY-MM-DD``) the text names, resolved against its reference time.
+
+    Generous: a day counts when the text could mean it, so "June 20" is that day of the
+    reference's year even when it is after the reference time (a plan).
+    """
     reference = times.from_storage(reference_time)
-    days: set[str] = set()
-    for match in _EXPLICIT.finditer(text):
+    named: list[datetime] = []
+    for match in dates.EXPLICIT_DAY.finditer(text):
         try:
-            when = dateutil_parser.parse(match.group(0), default=reference.replace(tzinfo=None), fuzzy=False)
-        except (ValueError, OverflowError):
+            named.append(dates.explicit_day(match[0], reference))
+        except ValueError:
             continue  # "31 June": not a day
-        days.add(when.date().isoformat())
     lowered = text.lower()
-    for phrase, offset in _RELATIVE_DAYS.items():
-        if phrase in lowered:
-            days.add((reference + timedelta(days=offset)).date().isoformat())
-    for match in _DAYS_AGO.finditer(text):
-        days.add((reference - timedelta(days=int(match.group(1)))).date().isoformat())
-    return days
+    named += [dates.relative_day(words, reference) for words in dates.RELATIVE_DAYS if words in lowered]
+    for match in dates.AGO.finditer(text):
+        try:
+            when, precision = dates.ago(match, reference)
+        except (ValueError, OverflowError):
+            continue  # before year 1
+        if precision == "day":  # "2 months ago" is no day
+            named.append(when)
+    return {when.date().isoformat() for when in named}
 
 
 def _day_of_span(span: str | None, text: str, reference_time: str) -> str | None:
