@@ -21,17 +21,19 @@ from dataclasses import dataclass, field
 
 from sqlite_utils import Database
 
+from memctl.extract.dates import MIDNIGHT
 from memctl.extract.guard import stated_days
 from memctl.resolve import start_move_is_inert
 from memctl.store import in_chunks
 from memctl.store.episodes import Touched
 from memctl.store.naming import MovedMention, rank_head, rank_tail, rename_after_moves
 
-MIDNIGHT = "T00:00:00.000000Z"
-
 
 def _signature(column: str) -> str:
-    """Matches the partial index of that column (schema 0003) word for word, so it is used.
+    """The SQL form of ``memctl.extract.dates.is_extraction_day_midnight``, which defines the
+    signature, on current assertions.
+
+    Matches the partial index of that column (schema 0003) word for word, so it is used.
 
     The query names that index too (INDEXED BY): the broader midnight index of 0007 also
     fits, and without statistics SQLite may pick it; INDEXED BY fails loudly instead of

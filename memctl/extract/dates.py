@@ -1,4 +1,4 @@
-"""Date phrases of English text, and the days they name.
+"""Date phrases of English text, the days they name, and the signature of an invented date.
 
 One vocabulary for the two readers of dates in an episode's text (DESIGN §3): the rules
 extractor, which takes one date per sentence and only the past, and the date guard, which
@@ -110,3 +110,22 @@ def ago(match: re.Match[str], reference: datetime) -> tuple[datetime, Precision]
         return utc_day(reference.year, reference.month, 1) - relativedelta(months=n), "month"
     return utc_day(reference.year - n, 1, 1), "year"
 
+
+# -------------------------------------------------------------------- the invented midnight
+
+MIDNIGHT = "T00:00:00.000000Z"  # what follows the day in a stored instant at clean midnight UTC
+
+
+def is_extraction_day_midnight(stored: str, extracted_at: str) -> bool:
+    """The "today @ 00:00" signature (DESIGN §4): ``stored`` is at clean midnight, every
+    fraction digit zero, on the UTC day the assertion was extracted (``extracted_at``).
+
+    This is what a model writes when asked for a date the text never gave, and the one
+    definition of it: the date guard tests it here before anything is stored, and for
+    dates already stored ``repair._signature`` and the partial indexes of schema migration
+    0003 spell it in SQL, ``substr(date, 11) = MIDNIGHT AND substr(date, 1, 10) =
+    substr(extracted_at, 1, 10)`` (0007 indexes each half without the other, the near
+    misses repair counts). A microsecond off midnight is not the signature (a supersession
+    chain writes those), nor is a midnight on another day.
+    """
+    return stored.endswith(MIDNIGHT) and stored[:10] == extracted_at[:10]

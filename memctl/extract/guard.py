@@ -6,9 +6,10 @@ The guard is pure: an assertion, the episode text and its reference time in; the
 assertion with honest dates and the list of what changed out. ``repair`` (DESIGN §4)
 uses the same code on assertions already stored.
 
-- ``valid_at`` at clean midnight UTC on the day the extraction ran, for an episode from
-  another day, when the text states no such day → the reference time (evidence
-  ``reference``). Such an ``invalid_at`` → dropped.
+- ``valid_at`` at clean midnight UTC on the day the extraction ran (the signature
+  ``dates.is_extraction_day_midnight``), for an episode from another day, when the text
+  states no such day → the reference time (evidence ``reference``). Such an
+  ``invalid_at`` → dropped.
 - A date after the reference time that the text does not state is treated the same
   way: an episode cannot know what happened after it unless it says so.
 - When the assertion's ``date_span`` is in the text and names one day, that day is used
@@ -26,8 +27,6 @@ from datetime import datetime
 from memctl import times
 from memctl.extract import dates
 from memctl.model import Assertion
-
-_MIDNIGHT = "T00:00:00.000000Z"
 
 
 def stated_days(text: str, reference_time: str) -> set[str]:
@@ -60,15 +59,16 @@ def _day_of_span(span: str | None, text: str, reference_time: str) -> str | None
     if not span or span not in text:
         return None
     days = stated_days(span, reference_time)
-    return f"{days.pop()}T00:00:00.000000Z" if len(days) == 1 else None
+    return f"{days.pop()}{dates.MIDNIGHT}" if len(days) == 1 else None
 
 
-def _invented(stored: str, extracted_day: str, reference_time: str, stated: set[str]) -> str | None:
+def _invented(stored: str, extracted_at: str | None, reference_time: str, stated: set[str]) -> str | None:
     """Why a stored date is not to be believed, or None when it may stand."""
     day = stored[:10]
     if day in stated:
         return None
-    if stored.endswith(_MIDNIGHT) and day == extracted_day and reference_time[:10] != day:
+    if (extracted_at is not None and dates.is_extraction_day_midnight(stored, extracted_at)
+            and reference_time[:10] != day):
         return "midnight on the day of extraction, not stated in the text"
     if stored > reference_time:
         return "after the episode, not stated in the text"
@@ -77,12 +77,11 @@ def _invented(stored: str, extracted_day: str, reference_time: str, stated: set[
 
 def guard(assertion: Assertion, text: str, reference_time: str) -> tuple[Assertion, list[str]]:
     """The assertion with invented dates replaced, and a line per change."""
-    extracted_day = (assertion.extracted_at or "")[:10]
     stated = stated_days(text, reference_time)
     changes: list[str] = []
     fields = assertion.model_dump()
     if assertion.valid_at is not None:
-        why = _invented(assertion.valid_at, extracted_day, reference_time, stated)
+        why = _invented(assertion.valid_at, assertion.extracted_at, reference_time, stated)
         if why:
             spanned = _day_of_span(assertion.date_span, text, reference_time)
             if spanned is not None:  # the model named the right words and wrote the wrong date
@@ -92,7 +91,7 @@ def guard(assertion: Assertion, text: str, reference_time: str) -> tuple[Asserti
                               date_span=None)
             changes.append(f"valid_at {assertion.valid_at} → {fields['valid_at']}: {why}")
     if assertion.invalid_at is not None:
-        why = _invented(assertion.invalid_at, extracted_day, reference_time, stated)
+        why = _invented(assertion.invalid_at, assertion.extracted_at, reference_time, stated)
         if not why and fields["valid_at"] is not None and assertion.invalid_at <= fields["valid_at"]:
             why = "no longer after valid_at once valid_at was corrected"
         if why:
