@@ -80,12 +80,13 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Required, TypedDict
 
 from pydantic import ValidationError
 
 from memctl import names, times
 from memctl.extract import Request, Result, dates
-from memctl.model import Assertion, Evidence, Precision
+from memctl.model import Assertion, Cardinality, Evidence, Precision
 
 NAME = "rules"
 MAX_SENTENCE = 300
@@ -244,8 +245,8 @@ class Stated:
     """A date a sentence states, resolved: storage form, evidence, precision, the words."""
 
     at: str
-    evidence: str
-    precision: str
+    evidence: Evidence
+    precision: Precision
     span: str
     start: int
     end: int
@@ -569,7 +570,7 @@ class _Said:
     subject: str
     predicate: str
     object: str
-    cardinality: str
+    cardinality: Cardinality
     ends: bool = False  # a retraction: the date is when it stopped
 
 
@@ -586,6 +587,17 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
 
     def subject_before(match: re.Match, text: str = sentence) -> str | None:
         return _subject(text[:match.start()], atoms, speaker)
+
+    def each_object(pattern: re.Pattern[str], predicate: str) -> list[_Said]:
+        """(subject, predicate, object) per object of the first match with a subject before and objects after."""
+        for match in pattern.finditer(sentence):
+            subject = subject_before(match)
+            if subject is None:
+                continue
+            objects = _objects(sentence[match.end():], atoms)
+            if objects:
+                return [_Said(subject, predicate, o, "many") for o in objects]
+        return []
 
     # "X dropped A in favour of B", "X replaced A with B": a switch
     for pattern, joiner in ((_FAVOUR, r"\s+in\s+favou?r\s+of\s+"), (_REPLACE, r"\s+with\s+")):
@@ -643,11 +655,8 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
         new = _objects(rest[to.end():], atoms, named=named)
         if len(old) == 1 and new:
             return "switch", _switch(subject, old[0], new)
-    for match in _SWITCH_TO.finditer(sentence):
-        subject = subject_before(match)
-        objects = _objects(sentence[match.end():], atoms) if subject else []
-        if objects:
-            return "switch_to", [_Said(subject, "uses", o, "many") for o in objects]
+    if said := each_object(_SWITCH_TO, "uses"):
+        return "switch_to", said
     for match in _IS_NOW.finditer(sentence):
         subject = subject_before(match)
         if subject is None or subject == USER:
@@ -655,11 +664,8 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
         objects = _objects(sentence[match.end():], atoms, named=True)
         if len(objects) == 1:
             return "is_now", [_Said(subject, "is", objects[0], "one")]
-    for match in _PREFERS.finditer(sentence):
-        subject = subject_before(match)
-        objects = _objects(sentence[match.end():], atoms) if subject else []
-        if objects:
-            return "prefers", [_Said(subject, "prefers", o, "many") for o in objects]
+    if said := each_object(_PREFERS, "prefers"):
+        return "prefers", said
     for match in _USES.finditer(sentence):
         verb = match.group(0).split()[-1].lower() if match.group(0).split() else ""
         subject = subject_before(match)
@@ -694,23 +700,32 @@ def _prepare(sentence: str) -> tuple[str, list[str]]:
     return _INLINE_CODE.sub(atom, sentence), atoms
 
 
+class _Dated(TypedDict, total=False):
+    """An ``Assertion``'s date arguments: its start, or for a retraction (no start) only its end."""
+
+    valid_at: Required[str | None]
+    valid_at_evidence: Evidence
+    valid_at_precision: Precision
+    invalid_at: str
+    invalid_at_evidence: Evidence
+    invalid_at_precision: Precision
+
+
 def extract_text(text: str, reference_time: str, extracted_at: str) -> list[Assertion]:
     """Every assertion the rules find in an episode's text, in sentence order, without duplicates."""
     reference = times.parse_instant(reference_time, what="reference time").at
     reference_stored = times.to_storage(reference)
     found: list[Assertion] = []
     seen: set[tuple] = set()
-    for speaker, sentence, kind, said, date in _matches(text, reference):
-        fact = sentence
+    for _speaker, fact, _kind, said, date in _matches(text, reference):
+        when = date.at if date else reference_stored
+        evidence: Evidence = date.evidence if date else "reference"
+        precision: Precision = date.precision if date else "instant"
         for item in said:
-            when = date.at if date else reference_stored
-            evidence = date.evidence if date else "reference"
-            precision = date.precision if date else "instant"
-            if item.ends:
-                dated = dict(valid_at=None, invalid_at=when, invalid_at_evidence=evidence,
-                             invalid_at_precision=precision)
-            else:
-                dated = dict(valid_at=when, valid_at_evidence=evidence, valid_at_precision=precision)
+            dated: _Dated = (
+                {"valid_at": None, "invalid_at": when, "invalid_at_evidence": evidence, "invalid_at_precision": precision}
+                if item.ends else {"valid_at": when, "valid_at_evidence": evidence, "valid_at_precision": precision}
+            )
             try:
                 assertion = Assertion(subject=item.subject, predicate=item.predicate, object=item.object, fact=fact,
                                       date_span=date.span if date else None, cardinality=item.cardinality,
