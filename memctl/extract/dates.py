@@ -5,7 +5,7 @@ extractor, which takes one date per sentence and only the past, and the date gua
 collects every day a text names to tell a stated date from an invented one. Each builds
 its own phrases from the pieces here (they want different things: the guard reads "June
 20" as a day of the reference's year, the rules only "on June 20", as the latest such day
-before it), and what a phrase means is resolved here, the same for both.
+not after it), and what a phrase means is resolved here, the same for both.
 
 Pure: a phrase and the reference time in, a UTC day out; no clock, no I/O, no SQL.
 """
