@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from sqlite_utils import Database
 
+from memctl.extract.dates import is_extraction_day_midnight
 from memctl.extract.guard import stated_days
 from memctl.resolve import start_move_is_inert
 from memctl.results import DateFix, RebuildResult, RepairResult
@@ -60,8 +61,7 @@ def plan(db: Database) -> RepairPlan:
     for column in ("valid_at", "invalid_at"):
         for suspect in store.suspects(db, column):
             value, reference_time, end = suspect.value, suspect.reference_time, suspect.invalid_at
-            end_stays = end is not None and not (end.endswith(store.MIDNIGHT)
-                                                 and end[:10] == suspect.extracted_at[:10])
+            end_stays = end is not None and not is_extraction_day_midnight(end, suspect.extracted_at)
             if suspect.episode_id not in stated:
                 stated[suspect.episode_id] = stated_days(suspect.content, reference_time)
             if column == "valid_at" and value == reference_time:

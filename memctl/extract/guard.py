@@ -1,14 +1,15 @@
 """The date guard: dates an extractor invented are replaced before anything is stored.
 
-DESIGN §3. Models asked about a past conversation answer "today at midnight" for dates
+architecture §3. Models asked about a past conversation answer "today at midnight" for dates
 the text never gave (an issue with 1,384 real edges found 56% of ``valid_at`` were that).
 The guard is pure: an assertion, the episode text and its reference time in; the
-assertion with honest dates and the list of what changed out. ``repair`` (DESIGN §4)
+assertion with honest dates and the list of what changed out. ``repair`` (architecture §3)
 uses the same code on assertions already stored.
 
-- ``valid_at`` at clean midnight UTC on the day the extraction ran, for an episode from
-  another day, when the text states no such day → the reference time (evidence
-  ``reference``). Such an ``invalid_at`` → dropped.
+- ``valid_at`` at clean midnight UTC on the day the extraction ran (the signature
+  ``dates.is_extraction_day_midnight``), for an episode from another day, when the text
+  states no such day → the reference time (evidence ``reference``). Such an
+  ``invalid_at`` → dropped.
 - A date after the reference time that the text does not state is treated the same
   way: an episode cannot know what happened after it unless it says so.
 - When the assertion's ``date_span`` is in the text and names one day, that day is used
@@ -21,44 +22,36 @@ The text is checked here, not the evidence the extractor claimed: a model that s
 
 from __future__ import annotations
 
-import re
-from datetime import timedelta
-
-from dateutil import parser as dateutil_parser
+from datetime import datetime
 
 from memctl import times
+from memctl.extract import dates
 from memctl.model import Assertion
-
-_MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-           r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
-_EXPLICIT = re.compile(
-    rf"\b(?:\d{{4}}-\d{{2}}-\d{{2}}"  # 2022-06-20
-    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?(?:,?\s+\d{{4}})?"  # 20 June 2022, 20th of June
-    rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?)\b",  # June 20, 2022
-    re.IGNORECASE,
-)
-_RELATIVE_DAYS = {"today": 0, "tonight": 0, "this morning": 0, "yesterday": -1, "tomorrow": 1}
-_DAYS_AGO = re.compile(r"\b(\d{1,3})\s+days?\s+ago\b", re.IGNORECASE)
-_MIDNIGHT = "T00:00:00.000000Z"
 
 
 def stated_days(text: str, reference_time: str) -> set[str]:
-    """Every calendar day (``YYYY-MM-DD``) the text names, resolved against its reference time."""
+    """Every calendar day (``YYYY-MM-DD``) the text names, resolved against its reference time.
+
+    Generous: a day counts when the text could mean it, so "June 20" is that day of the
+    reference's year even when it is after the reference time (a plan).
+    """
     reference = times.from_storage(reference_time)
-    days: set[str] = set()
-    for match in _EXPLICIT.finditer(text):
+    named: list[datetime] = []
+    for match in dates.EXPLICIT_DAY.finditer(text):
         try:
-            when = dateutil_parser.parse(match.group(0), default=reference.replace(tzinfo=None), fuzzy=False)
-        except (ValueError, OverflowError):
+            named.append(dates.explicit_day(match[0], reference))
+        except ValueError:
             continue  # "31 June": not a day
-        days.add(when.date().isoformat())
     lowered = text.lower()
-    for phrase, offset in _RELATIVE_DAYS.items():
-        if phrase in lowered:
-            days.add((reference + timedelta(days=offset)).date().isoformat())
-    for match in _DAYS_AGO.finditer(text):
-        days.add((reference - timedelta(days=int(match.group(1)))).date().isoformat())
-    return days
+    named += [dates.relative_day(words, reference) for words in dates.RELATIVE_DAYS if words in lowered]
+    for match in dates.AGO.finditer(text):
+        try:
+            when, precision = dates.ago(match, reference)
+        except (ValueError, OverflowError):
+            continue  # before year 1
+        if precision == "day":  # "2 months ago" is no day
+            named.append(when)
+    return {when.date().isoformat() for when in named}
 
 
 def _day_of_span(span: str | None, text: str, reference_time: str) -> str | None:
@@ -66,15 +59,16 @@ def _day_of_span(span: str | None, text: str, reference_time: str) -> str | None
     if not span or span not in text:
         return None
     days = stated_days(span, reference_time)
-    return f"{days.pop()}T00:00:00.000000Z" if len(days) == 1 else None
+    return f"{days.pop()}{dates.MIDNIGHT}" if len(days) == 1 else None
 
 
-def _invented(stored: str, extracted_day: str, reference_time: str, stated: set[str]) -> str | None:
+def _invented(stored: str, extracted_at: str | None, reference_time: str, stated: set[str]) -> str | None:
     """Why a stored date is not to be believed, or None when it may stand."""
     day = stored[:10]
     if day in stated:
         return None
-    if stored.endswith(_MIDNIGHT) and day == extracted_day and reference_time[:10] != day:
+    if (extracted_at is not None and dates.is_extraction_day_midnight(stored, extracted_at)
+            and reference_time[:10] != day):
         return "midnight on the day of extraction, not stated in the text"
     if stored > reference_time:
         return "after the episode, not stated in the text"
@@ -83,12 +77,11 @@ def _invented(stored: str, extracted_day: str, reference_time: str, stated: set[
 
 def guard(assertion: Assertion, text: str, reference_time: str) -> tuple[Assertion, list[str]]:
     """The assertion with invented dates replaced, and a line per change."""
-    extracted_day = (assertion.extracted_at or "")[:10]
     stated = stated_days(text, reference_time)
     changes: list[str] = []
     fields = assertion.model_dump()
     if assertion.valid_at is not None:
-        why = _invented(assertion.valid_at, extracted_day, reference_time, stated)
+        why = _invented(assertion.valid_at, assertion.extracted_at, reference_time, stated)
         if why:
             spanned = _day_of_span(assertion.date_span, text, reference_time)
             if spanned is not None:  # the model named the right words and wrote the wrong date
@@ -98,7 +91,7 @@ def guard(assertion: Assertion, text: str, reference_time: str) -> tuple[Asserti
                               date_span=None)
             changes.append(f"valid_at {assertion.valid_at} → {fields['valid_at']}: {why}")
     if assertion.invalid_at is not None:
-        why = _invented(assertion.invalid_at, extracted_day, reference_time, stated)
+        why = _invented(assertion.invalid_at, assertion.extracted_at, reference_time, stated)
         if not why and fields["valid_at"] is not None and assertion.invalid_at <= fields["valid_at"]:
             why = "no longer after valid_at once valid_at was corrected"
         if why:

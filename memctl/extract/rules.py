@@ -1,4 +1,4 @@
-"""The rules extractor: the offline default when no LLM is configured (DESIGN §3).
+"""The rules extractor: the offline default when no LLM is configured (architecture §3).
 
 Deterministic, no model, no network, nothing but the stdlib and python-dateutil. It reads
 the episode text ("User: …\\n\\nAssistant: …", see ``memctl.sources.render``) sentence by
@@ -79,14 +79,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
+from typing import Required, TypedDict
 
-from dateutil.relativedelta import relativedelta
 from pydantic import ValidationError
 
 from memctl import names, times
-from memctl.extract import Request, Result
-from memctl.model import Assertion
+from memctl.extract import Request, Result, dates
+from memctl.model import Assertion, Cardinality, Evidence, Precision
 
 NAME = "rules"
 MAX_SENTENCE = 300
@@ -139,8 +139,8 @@ _EMPHASIS = [re.compile(r"\*\*(.+?)\*\*"), re.compile(r"__(.+?)__"),
              re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])")]
 _LINK_LABEL = re.compile(r"^\**\[([\w.\-/+#@]+)\]\([^)\n]*\)\**(?=\s*(?:\s[-—–]|:)\s)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[^\s])")
-_ABBREVIATIONS = {"e.g", "i.e", "vs", "etc", "mr", "mrs", "ms", "dr", "prof", "st", "no", "approx", "cf", "inc", "ltd",
-                  "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"}
+_ABBREVIATIONS = {"e.g", "i.e", "vs", "etc", "mr", "mrs", "ms", "dr", "prof", "st", "no", "approx", "cf", "inc",
+                  "ltd"} | dates.MONTH_ABBREVIATIONS
 
 
 def _speakers(text: str) -> list[tuple[str, str]]:
@@ -222,33 +222,21 @@ def sentences(text: str) -> Iterator[tuple[str, str]]:
 
 # ------------------------------------------------------------------------------------- dates
 
-_MONTH_NAMES = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
-                "october", "november", "december"]
-_MONTH_NUMBER = {name: i + 1 for i, name in enumerate(_MONTH_NAMES)}
-_MONTH_NUMBER.update({name[:3]: i + 1 for i, name in enumerate(_MONTH_NAMES)})
-_MONTH_NUMBER["sept"] = 9
-_MON = r"(?:january|february|march|april|may|june|july|august|september|october|november|december|" \
-       r"jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)"
-_FULL_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2}
-_COUNT = r"(?P<n>\d{1,3}|a couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-_ORD = r"(?:st|nd|rd|th)?"
-
 # (kind, pattern): tried in this order; a later match that overlaps an earlier one is ignored
 _DATE_PATTERNS = [
-    ("iso", re.compile(r"\b(?:on\s+)?(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b(?![T:]\d|-)", re.I)),
-    ("dmy", re.compile(rf"\b(?:on\s+)?(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<mon>{_MON})\.?,?\s+(?P<y>\d{{4}})\b", re.I)),
-    ("mdy", re.compile(rf"\b(?:on\s+)?(?P<mon>{_MON})\.?\s+(?P<d>\d{{1,2}}){_ORD},?\s+(?P<y>\d{{4}})\b", re.I)),
-    ("my", re.compile(rf"\b(?:in\s+)?(?P<mon>{_MON})\.?,?\s+(?P<y>\d{{4}})\b", re.I)),
-    ("dm", re.compile(rf"\bon\s+(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<mon>{_FULL_MONTH})\b(?!\s*\d)")),
-    ("md", re.compile(rf"\bon\s+(?P<mon>{_FULL_MONTH})\s+(?P<d>\d{{1,2}}){_ORD}\b(?!,?\s*\d)")),
+    ("iso", re.compile(rf"\b(?:on\s+)?{dates.ISO_DAY}\b(?![T:]\d|-)", re.I)),
+    ("dmy", re.compile(rf"\b(?:on\s+)?{dates.DAY_MONTH}{dates.AND_YEAR}\b", re.I)),
+    ("mdy", re.compile(rf"\b(?:on\s+)?{dates.MONTH_DAY}{dates.AND_YEAR}\b", re.I)),
+    ("my", re.compile(rf"\b(?:in\s+)?(?P<mon>{dates.MONTH})\.?,?\s+(?P<y>\d{{4}})\b", re.I)),
+    ("dm", re.compile(rf"\bon\s+(?:the\s+)?\d{{1,2}}{dates.ORDINAL}\s+(?:of\s+)?{dates.CAPITALISED_MONTH}\b(?!\s*\d)")),
+    ("md", re.compile(rf"\bon\s+{dates.CAPITALISED_MONTH}\s+\d{{1,2}}{dates.ORDINAL}\b(?!,?\s*\d)")),
     ("y", re.compile(r"\bin\s+(?P<y>(?:19|20)\d{2})\b(?![-/.]\d)", re.I)),
-    ("m", re.compile(rf"\b[Ii]n\s+(?P<mon>{_FULL_MONTH})\b(?!\s*\d)")),
-    ("ago", re.compile(rf"\b{_COUNT}\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.I)),
-    ("last", re.compile(r"\blast\s+(?P<unit>week|month|year)\b", re.I)),
-    ("yesterday", re.compile(r"\byesterday\b", re.I)),
-    ("today", re.compile(r"\btoday\b", re.I)),
+    ("m", re.compile(rf"\b[Ii]n\s+(?P<mon>{dates.CAPITALISED_MONTH})\b(?!\s*\d)")),
+    ("ago", dates.AGO),
+    ("last", dates.LAST),
+    # of dates.RELATIVE_DAYS only the two in the table above: "tonight", "this morning" or
+    # "tomorrow" leave a sentence at the reference time
+    ("relative_day", re.compile(r"\b(?:yesterday|today)\b", re.I)),
 ]
 
 
@@ -257,8 +245,8 @@ class Stated:
     """A date a sentence states, resolved: storage form, evidence, precision, the words."""
 
     at: str
-    evidence: str
-    precision: str
+    evidence: Evidence
+    precision: Precision
     span: str
     start: int
     end: int
@@ -268,57 +256,40 @@ class _NoDate(ValueError):
     """The sentence's date cannot be used: the sentence gives nothing."""
 
 
-def _day(year: int, month: int, day: int) -> datetime:
-    return datetime(year, month, day, tzinfo=UTC)
-
-
-def _resolve(kind: str, match: re.Match, reference: datetime) -> tuple[datetime, str, str]:
-    groups = match.groupdict()
-    month = _MONTH_NUMBER.get((groups.get("mon") or "").lower().rstrip("."))
-    today = _day(reference.year, reference.month, reference.day)
-    if kind == "iso":
-        return _day(int(groups["y"]), int(groups["m"]), int(groups["d"])), "text", "day"
-    if kind in ("dmy", "mdy"):
-        return _day(int(groups["y"]), month, int(groups["d"])), "text", "day"
+def _resolve(kind: str, match: re.Match[str], reference: datetime) -> tuple[datetime, Evidence, Precision]:
+    if kind in ("iso", "dmy", "mdy"):
+        return dates.explicit_day(match[0], reference), "text", "day"
     if kind == "my":
-        return _day(int(groups["y"]), month, 1), "text", "month"
+        return dates.utc_day(int(match["y"]), dates.MONTH_NUMBER[match["mon"].lower()], 1), "text", "month"
     if kind == "y":
-        return _day(int(groups["y"]), 1, 1), "text", "year"
+        return dates.utc_day(int(match["y"]), 1, 1), "text", "year"
     if kind in ("dm", "md"):
-        day = int(groups["d"])
-        when = _day(reference.year, month, day) if (month, day) != (2, 29) else None
+        _, month, day = dates.day_parts(match[0])
+        today = dates.start_of_day(reference)
+        when = dates.utc_day(reference.year, month, day) if (month, day) != (2, 29) else None
         year = reference.year
         while when is None or when > today:  # the latest such day not after the reference day
             year -= 1
             try:
-                when = _day(year, month, day)
+                when = dates.utc_day(year, month, day)
             except ValueError:  # 29 February in a common year
                 when = None
             if reference.year - year > 8:
                 raise _NoDate("no such day")
         return when, "relative", "day"
     if kind == "m":
+        month = dates.MONTH_NUMBER[match["mon"].lower()]
         year = reference.year if month <= reference.month else reference.year - 1
-        return _day(year, month, 1), "relative", "month"
-    if kind == "yesterday":
-        return today - timedelta(days=1), "relative", "day"
-    if kind == "today":
-        return today, "relative", "day"
-    count = 1 if kind == "last" else (int(groups["n"]) if groups["n"].isdigit() else _NUMBERS[groups["n"].lower()])
-    unit = groups["unit"].lower()
-    if unit == "day":
-        return today - timedelta(days=count), "relative", "day"
-    if unit == "week":
-        return today - timedelta(weeks=count), "relative", "day"
-    if unit == "month":
-        first = _day(reference.year, reference.month, 1) - relativedelta(months=count)
-        return first, "relative", "month"
-    return _day(reference.year - count, 1, 1), "relative", "year"
+        return dates.utc_day(year, month, 1), "relative", "month"
+    if kind == "relative_day":
+        return dates.relative_day(match[0], reference), "relative", "day"
+    when, precision = dates.ago(match, reference)
+    return when, "relative", precision
 
 
 def stated_date(sentence: str, reference: datetime) -> Stated | None:
     """The one date a sentence states, or None; _NoDate when it states several or an unusable one."""
-    found: list[tuple[int, int, str, re.Match]] = []
+    found: list[tuple[int, int, str, re.Match[str]]] = []
     for kind, pattern in _DATE_PATTERNS:
         for match in pattern.finditer(sentence):
             if any(match.start() < end and start < match.end() for start, end, _, _ in found):
@@ -367,9 +338,9 @@ _GENERIC_OBJECTS = {"support", "stuff", "thing", "things", "lot", "lots", "bit",
                     "variable", "format", "component", "property", "properties", "library", "api",
                     "methods", "path", "paths", "name", "names", "tag", "tags", "it"}
 _ARTICLES = {"the", "a", "an"}
-_TIME_WORDS = set(_MONTH_NUMBER) | {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-                                    "today", "tomorrow", "yesterday", "tonight", "morning", "afternoon", "evening",
-                                    "night", "noon", "midnight", "week", "weekend", "month", "quarter", "year"}
+_TIME_WORDS = set(dates.MONTH_NUMBER) | {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+                                          "today", "tomorrow", "yesterday", "tonight", "morning", "afternoon", "evening",
+                                          "night", "noon", "midnight", "week", "weekend", "month", "quarter", "year"}
 # an object ending in one of these is a place in an editor, a git state or a capability, not a tool
 _NOT_TOOLS = {"support", "compatibility", "branch", "window", "directory", "folder", "dir", "mode",
               "view", "page", "screen", "file", "line", "lines", "commit", "step", "section", "meeting", "call",
@@ -599,7 +570,7 @@ class _Said:
     subject: str
     predicate: str
     object: str
-    cardinality: str
+    cardinality: Cardinality
     ends: bool = False  # a retraction: the date is when it stopped
 
 
@@ -616,6 +587,17 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
 
     def subject_before(match: re.Match, text: str = sentence) -> str | None:
         return _subject(text[:match.start()], atoms, speaker)
+
+    def each_object(pattern: re.Pattern[str], predicate: str) -> list[_Said]:
+        """(subject, predicate, object) per object of the first match with a subject before and objects after."""
+        for match in pattern.finditer(sentence):
+            subject = subject_before(match)
+            if subject is None:
+                continue
+            objects = _objects(sentence[match.end():], atoms)
+            if objects:
+                return [_Said(subject, predicate, o, "many") for o in objects]
+        return []
 
     # "X dropped A in favour of B", "X replaced A with B": a switch
     for pattern, joiner in ((_FAVOUR, r"\s+in\s+favou?r\s+of\s+"), (_REPLACE, r"\s+with\s+")):
@@ -673,11 +655,8 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
         new = _objects(rest[to.end():], atoms, named=named)
         if len(old) == 1 and new:
             return "switch", _switch(subject, old[0], new)
-    for match in _SWITCH_TO.finditer(sentence):
-        subject = subject_before(match)
-        objects = _objects(sentence[match.end():], atoms) if subject else []
-        if objects:
-            return "switch_to", [_Said(subject, "uses", o, "many") for o in objects]
+    if said := each_object(_SWITCH_TO, "uses"):
+        return "switch_to", said
     for match in _IS_NOW.finditer(sentence):
         subject = subject_before(match)
         if subject is None or subject == USER:
@@ -685,11 +664,8 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
         objects = _objects(sentence[match.end():], atoms, named=True)
         if len(objects) == 1:
             return "is_now", [_Said(subject, "is", objects[0], "one")]
-    for match in _PREFERS.finditer(sentence):
-        subject = subject_before(match)
-        objects = _objects(sentence[match.end():], atoms) if subject else []
-        if objects:
-            return "prefers", [_Said(subject, "prefers", o, "many") for o in objects]
+    if said := each_object(_PREFERS, "prefers"):
+        return "prefers", said
     for match in _USES.finditer(sentence):
         verb = match.group(0).split()[-1].lower() if match.group(0).split() else ""
         subject = subject_before(match)
@@ -724,27 +700,36 @@ def _prepare(sentence: str) -> tuple[str, list[str]]:
     return _INLINE_CODE.sub(atom, sentence), atoms
 
 
+class _Dated(TypedDict, total=False):
+    """An ``Assertion``'s date arguments: its start, or for a retraction (no start) only its end."""
+
+    valid_at: Required[str | None]
+    valid_at_evidence: Evidence
+    valid_at_precision: Precision
+    invalid_at: str
+    invalid_at_evidence: Evidence
+    invalid_at_precision: Precision
+
+
 def extract_text(text: str, reference_time: str, extracted_at: str) -> list[Assertion]:
     """Every assertion the rules find in an episode's text, in sentence order, without duplicates."""
     reference = times.parse_instant(reference_time, what="reference time").at
     reference_stored = times.to_storage(reference)
     found: list[Assertion] = []
     seen: set[tuple] = set()
-    for speaker, sentence, kind, said, date in _matches(text, reference):
-        fact = sentence
+    for _speaker, fact, _kind, said, date in _matches(text, reference):
+        when = date.at if date else reference_stored
+        evidence: Evidence = date.evidence if date else "reference"
+        precision: Precision = date.precision if date else "instant"
         for item in said:
-            when = date.at if date else reference_stored
-            evidence = date.evidence if date else "reference"
-            precision = date.precision if date else "instant"
-            if item.ends:
-                dates = dict(valid_at=None, invalid_at=when, invalid_at_evidence=evidence,
-                             invalid_at_precision=precision)
-            else:
-                dates = dict(valid_at=when, valid_at_evidence=evidence, valid_at_precision=precision)
+            dated: _Dated = (
+                {"valid_at": None, "invalid_at": when, "invalid_at_evidence": evidence, "invalid_at_precision": precision}
+                if item.ends else {"valid_at": when, "valid_at_evidence": evidence, "valid_at_precision": precision}
+            )
             try:
                 assertion = Assertion(subject=item.subject, predicate=item.predicate, object=item.object, fact=fact,
                                       date_span=date.span if date else None, cardinality=item.cardinality,
-                                      extractor=NAME, extracted_at=extracted_at, **dates)
+                                      extractor=NAME, extracted_at=extracted_at, **dated)
             except ValidationError:
                 continue
             key = (names.entity_key(assertion.subject), assertion.predicate, names.entity_key(assertion.object),

@@ -11,15 +11,17 @@ from typing import NamedTuple
 
 from sqlite_utils import Database
 
+from memctl.extract.dates import MIDNIGHT
 from memctl.store import in_chunks
-
-MIDNIGHT = "T00:00:00.000000Z"  # MERGE: from the dates module
 
 Dated = tuple[str | None, str | None, str | None]  # a date column's (value, evidence, precision)
 
 
 def _signature(column: str) -> str:
-    """Matches the partial index of that column (schema 0003) word for word, so it is used.
+    """The SQL form of ``memctl.extract.dates.is_extraction_day_midnight``, which defines the
+    signature, on current assertions.
+
+    Matches the partial index of that column (schema 0003) word for word, so it is used.
 
     The query names that index too (INDEXED BY): the broader midnight index of 0007 also
     fits, and without statistics SQLite may pick it; INDEXED BY fails loudly instead of

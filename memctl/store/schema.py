@@ -171,8 +171,9 @@ def repairs(db: Database) -> None:
             PRIMARY KEY (operation_id, assertion_id, column_name)
         ) WITHOUT ROWID;
 
-        -- The "today @ 00:00" signature of architecture §4, as partial indexes: finding the
-        -- suspects among a million assertions reads only the suspects.
+        -- The "today @ 00:00" signature (architecture §3), defined by
+        -- memctl.extract.dates.is_extraction_day_midnight, as partial indexes: finding
+        -- the suspects among a million assertions reads only the suspects.
         CREATE INDEX assertions_midnight_valid ON assertions(episode_id) WHERE expired_at IS NULL
             AND substr(valid_at, 11) = 'T00:00:00.000000Z' AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
         CREATE INDEX assertions_midnight_invalid ON assertions(episode_id) WHERE expired_at IS NULL
@@ -251,8 +252,9 @@ def repair_near_miss_indexes(db: Database) -> None:
         db,
         """
         -- What repair counts as near misses, held in partial indexes like its suspects
-        -- (0003): dates on the day they were extracted, and midnights. Counting them then
-        -- reads these few rows instead of scanning every assertion twice.
+        -- (0003): dates on the day they were extracted, and midnights, each half of the
+        -- signature (memctl.extract.dates.is_extraction_day_midnight) without the other.
+        -- Counting them then reads these few rows instead of scanning every assertion twice.
         CREATE INDEX assertions_valid_on_extraction_day ON assertions(valid_at)
             WHERE expired_at IS NULL AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
         CREATE INDEX assertions_invalid_on_extraction_day ON assertions(invalid_at)

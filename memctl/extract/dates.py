@@ -1,0 +1,131 @@
+"""Date phrases of English text, the days they name, and the signature of an invented date.
+
+One vocabulary for the two readers of dates in an episode's text (architecture §3): the rules
+extractor, which takes one date per sentence and only the past, and the date guard, which
+collects every day a text names to tell a stated date from an invented one. Each builds
+its own phrases from the pieces here (they want different things: the guard reads "June
+20" as a day of the reference's year, the rules only "on June 20", as the latest such day
+not after it), and what a phrase means is resolved here, the same for both.
+
+Pure: a phrase and the reference time in, a UTC day out; no clock, no I/O, no SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from dateutil.relativedelta import relativedelta
+
+from memctl.model import Precision
+
+# ------------------------------------------------------------------------------------ months
+
+MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+               "november", "december")
+# a month is also written with its first three letters, and September as "sept"
+MONTH_NUMBER = ({name: number for number, name in enumerate(MONTH_NAMES, start=1)}
+                | {name[:3]: number for number, name in enumerate(MONTH_NAMES, start=1)} | {"sept": 9})
+MONTH_ABBREVIATIONS = frozenset(MONTH_NUMBER) - frozenset(MONTH_NAMES)
+# Any month name, for patterns that ignore case. Longest first, so that "june" is not read as "jun".
+MONTH = "(?:" + "|".join(sorted(MONTH_NUMBER, key=len, reverse=True)) + ")"
+# Only a capitalised full name: for phrases that have no year to show that "may" or "march" is a month.
+CAPITALISED_MONTH = "(?:" + "|".join(name.capitalize() for name in MONTH_NAMES) + ")"
+ORDINAL = r"(?:st|nd|rd|th)?"
+
+# ------------------------------------------------------------------------------ explicit days
+
+ISO_DAY = r"\d{4}-\d{2}-\d{2}"  # 2022-06-20
+DAY_MONTH = rf"\d{{1,2}}{ORDINAL}\s+(?:of\s+)?{MONTH}\.?"  # 20 June, 20th of June
+MONTH_DAY = rf"{MONTH}\.?\s+\d{{1,2}}{ORDINAL}"  # June 20
+AND_YEAR = r",?\s+\d{4}"  # the year after either: "20 June 2022", "June 20, 2022"
+# Every way a text writes one calendar day, its year optional.
+EXPLICIT_DAY = re.compile(rf"\b(?:{ISO_DAY}|{DAY_MONTH}(?:{AND_YEAR})?|{MONTH_DAY}(?:{AND_YEAR})?)\b", re.I)
+
+_NUMBER = re.compile(r"\d+")
+_MONTH_WORD = re.compile(rf"\b{MONTH}", re.I)
+
+
+def utc_day(year: int, month: int, day: int) -> datetime:
+    """Midnight UTC of that day; ValueError when there is no such day."""
+    return datetime(year, month, day, tzinfo=UTC)
+
+
+def start_of_day(at: datetime) -> datetime:
+    """Midnight UTC of the day of ``at`` (a UTC instant)."""
+    return utc_day(at.year, at.month, at.day)
+
+
+def day_parts(phrase: str) -> tuple[int | None, int, int]:
+    """(year, None when the phrase names none; month; day) of a phrase that names a day with
+    the pieces above: "2022-06-20", "on the 20th of June", "June 20, 2022"."""
+    numbers = [int(number) for number in _NUMBER.findall(phrase)]
+    named = _MONTH_WORD.findall(phrase)
+    if not named:  # 2022-06-20
+        year, month, day = numbers
+        return year, month, day
+    day_number, *year_number = numbers  # the day is written before the year
+    return (year_number[0] if year_number else None), MONTH_NUMBER[named[0].lower()], day_number
+
+
+def explicit_day(phrase: str, reference: datetime) -> datetime:
+    """Midnight UTC of the day a phrase names, in the reference's year when it names no year;
+    ValueError when there is no such day ("31 June")."""
+    year, month, day = day_parts(phrase)
+    return utc_day(reference.year if year is None else year, month, day)
+
+
+# ------------------------------------------------------------------------------ relative days
+
+RELATIVE_DAYS = {"today": 0, "tonight": 0, "this morning": 0, "yesterday": -1, "tomorrow": 1}
+
+
+def relative_day(words: str, reference: datetime) -> datetime:
+    """Midnight UTC of the day that one of the ``RELATIVE_DAYS`` names, seen from the reference day."""
+    return start_of_day(reference) + timedelta(days=RELATIVE_DAYS[words.lower()])
+
+
+# ----------------------------------------------------------------------------- N units ago
+
+NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+           "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2}
+# longest first, so that "a couple of" is not read as "a"
+_COUNT = r"(?P<n>\d{1,3}|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + ")"
+AGO = re.compile(rf"\b{_COUNT}\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.I)
+LAST = re.compile(r"\blast\s+(?P<unit>week|month|year)\b", re.I)  # "last week" is one week ago
+
+
+def ago(match: re.Match[str], reference: datetime) -> tuple[datetime, Precision]:
+    """Where what an ``AGO`` or ``LAST`` match names starts, seen from the reference time, and
+    how precise that is: N days or weeks back from the reference day, the first of the month
+    N months back, 1 January N years back. ValueError or OverflowError before year 1."""
+    count = match.groupdict().get("n")
+    n = 1 if count is None else int(count) if count.isdigit() else NUMBERS[count.lower()]
+    unit = match["unit"].lower()
+    if unit == "day":
+        return start_of_day(reference) - timedelta(days=n), "day"
+    if unit == "week":
+        return start_of_day(reference) - timedelta(weeks=n), "day"
+    if unit == "month":
+        return utc_day(reference.year, reference.month, 1) - relativedelta(months=n), "month"
+    return utc_day(reference.year - n, 1, 1), "year"
+
+
+# -------------------------------------------------------------------- the invented midnight
+
+MIDNIGHT = "T00:00:00.000000Z"  # what follows the day in a stored instant at clean midnight UTC
+
+
+def is_extraction_day_midnight(stored: str, extracted_at: str) -> bool:
+    """The "today @ 00:00" signature (architecture §3): ``stored`` is at clean midnight, every
+    fraction digit zero, on the UTC day the assertion was extracted (``extracted_at``).
+
+    This is what a model writes when asked for a date the text never gave, and the one
+    definition of it: the date guard tests it here before anything is stored, and for
+    dates already stored ``store.repairs._signature`` and the partial indexes of schema migration
+    0003 spell it in SQL, ``substr(date, 11) = MIDNIGHT AND substr(date, 1, 10) =
+    substr(extracted_at, 1, 10)`` (0007 indexes each half without the other, the near
+    misses repair counts). A microsecond off midnight is not the signature (a supersession
+    chain writes those), nor is a midnight on another day.
+    """
+    return stored.endswith(MIDNIGHT) and stored[:10] == extracted_at[:10]
