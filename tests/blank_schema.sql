@@ -39,6 +39,12 @@ CREATE TABLE entities (
             name_key TEXT NOT NULL UNIQUE, -- matching form, see memctl/names.py
             created_at TEXT NOT NULL
         );
+CREATE TABLE episode_spans (
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            held_from TEXT NOT NULL,
+            held_until TEXT,
+            PRIMARY KEY (episode_id, held_from)
+        ) WITHOUT ROWID;
 CREATE TABLE episodes (
             id TEXT PRIMARY KEY,           -- ep_ + hash of source, position, content
             source TEXT NOT NULL,
@@ -53,6 +59,14 @@ CREATE TABLE episodes (
             created_at TEXT NOT NULL,      -- transaction time it was (last) ingested
             operation_id TEXT REFERENCES operations(id)
         , extraction TEXT NOT NULL DEFAULT 'structured', extraction_error TEXT);
+CREATE VIRTUAL TABLE episodes_fts USING fts5(
+            content, tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+CREATE TABLE 'episodes_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
+CREATE TABLE 'episodes_fts_content'(id INTEGER PRIMARY KEY, c0);
+CREATE TABLE 'episodes_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
+CREATE TABLE 'episodes_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
+CREATE TABLE 'episodes_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
 CREATE TABLE fact_provenance (
             fact_id INTEGER NOT NULL REFERENCES facts(id),
             assertion_id INTEGER NOT NULL REFERENCES assertions(id),
@@ -137,6 +151,7 @@ CREATE INDEX assertions_valid_on_extraction_day ON assertions(valid_at)
             WHERE expired_at IS NULL AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
 CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');
 CREATE INDEX episodes_operation ON episodes(operation_id);
+CREATE INDEX episodes_reference_time ON episodes(reference_time);
 CREATE INDEX episodes_source ON episodes(source, position);
 CREATE INDEX fact_provenance_assertion ON fact_provenance(assertion_id);
 CREATE INDEX facts_created ON facts(created_at);

@@ -6,7 +6,8 @@ touched, so the caller recomputes each touched slot once per transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -15,6 +16,7 @@ from sqlite_utils import Database
 from memctl import names
 from memctl.model import Assertion, Episode
 from memctl.store import in_chunks
+from memctl.store.episode_index import forget_texts, hold, index_texts, release
 from memctl.store.facts import Slot, SlotChanges, Value, recompute_slots
 from memctl.store.naming import mention_rank, name_from_new_mentions, rename_entities
 
@@ -166,6 +168,8 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
     )
     result.assertions, slots = insert_assertions(db, to_store, at)
     result.touched.slots |= slots
+    index_texts(db, [(e.id, e.content) for e in to_store], replacing=result.reactivated + result.revised + result.extracted)
+    hold(db, result.added + result.reactivated, at)
 
 
 class Extracted(Protocol):
@@ -281,6 +285,7 @@ def revert_undo(db: Database, episode_ids: list[str], undone_at: str, at: str) -
     touched = _reactivate(db, back, undone_at, at)
     for chunk, marks in in_chunks(back):
         db.execute(f"UPDATE episodes SET status = 'active' WHERE id IN ({marks})", chunk)
+    hold(db, back, at)
     return touched, back, left
 
 
@@ -303,6 +308,7 @@ def revert_revisions(db: Database, operation_id: str, at: str) -> tuple[Touched,
         touched.update(_reactivate(db, [episode_id], revised_at, at))
         db.execute("""UPDATE episodes SET content = ?, content_hash = ?, extraction = ?, extraction_error = ?,
                                           operation_id = ?, created_at = ? WHERE id = ?""", [*old, episode_id])
+        index_texts(db, [(episode_id, old[0])], replacing=[episode_id])
     return touched, [row[0] for row in rows]
 
 
@@ -344,6 +350,7 @@ def expire_episodes(db: Database, episode_ids: list[str], at: str) -> Touched:
         db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
                    [at, *chunk])
         db.execute(f"UPDATE episodes SET status = 'undone' WHERE id IN ({marks})", chunk)
+    release(db, episode_ids, at)
     return touched
 
 
@@ -352,37 +359,54 @@ def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
     that any of those assertions supported (current or past), so no copy of the text
     survives. Entities nothing mentions any more go too. The caller recomputes the
     touched slots, which rebuilds the versions the remaining assertions support.
+
+    The freed pages are zeroed (secure_delete) and both text indexes merged into one
+    segment, so no page or older index segment keeps a copy of the text.
     """
     touched = touched_by(db, episode_ids, active_only=False)
-    for chunk, marks in in_chunks(episode_ids):
-        doomed = f"SELECT DISTINCT fact_id FROM fact_provenance WHERE episode_id IN ({marks})"
-        db.execute(f"DELETE FROM facts_fts WHERE rowid IN ({doomed})", chunk)
-        db.execute("CREATE TEMP TABLE IF NOT EXISTS doomed_facts (id INTEGER PRIMARY KEY)")
-        db.execute("DELETE FROM temp.doomed_facts")
-        db.execute(f"INSERT INTO temp.doomed_facts {doomed}", chunk)
-        db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
-        db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")
-        # The journals hold the episodes' old dates and states, the cache what a model
-        # made of their text: they go with them.
-        db.execute(f"DELETE FROM repairs WHERE assertion_id IN (SELECT id FROM assertions WHERE episode_id IN ({marks}))",
-                   chunk)
-        db.execute(f"DELETE FROM retries WHERE episode_id IN ({marks})", chunk)
-        db.execute(f"DELETE FROM revisions WHERE episode_id IN ({marks})", chunk)
-        db.execute(f"DELETE FROM llm_cache WHERE episode_id IN ({marks})", chunk)
-        db.execute(f"DELETE FROM assertions WHERE episode_id IN ({marks})", chunk)
-        db.execute(f"DELETE FROM episodes WHERE id IN ({marks})", chunk)
-    orphans = [
-        entity_id
-        for entity_id in touched.entities
-        if not any(
-            db.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1", [entity_id]).fetchone()
-            for table in ("assertions", "facts")
-            for column in ("subject_id", "object_id")
-        )
-    ]
-    db.conn.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in orphans])
+    with secure_delete(db):
+        forget_texts(db, episode_ids)
+        for chunk, marks in in_chunks(episode_ids):
+            doomed = f"SELECT DISTINCT fact_id FROM fact_provenance WHERE episode_id IN ({marks})"
+            db.execute(f"DELETE FROM facts_fts WHERE rowid IN ({doomed})", chunk)
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS doomed_facts (id INTEGER PRIMARY KEY)")
+            db.execute("DELETE FROM temp.doomed_facts")
+            db.execute(f"INSERT INTO temp.doomed_facts {doomed}", chunk)
+            db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
+            db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")
+            # The journals hold the episodes' old dates, states and readings, the cache what
+            # a model made of their text: they go with them.
+            db.execute(f"DELETE FROM repairs WHERE assertion_id IN (SELECT id FROM assertions "
+                       f"WHERE episode_id IN ({marks}))", chunk)
+            db.execute(f"DELETE FROM retries WHERE episode_id IN ({marks})", chunk)
+            db.execute(f"DELETE FROM revisions WHERE episode_id IN ({marks})", chunk)
+            db.execute(f"DELETE FROM llm_cache WHERE episode_id IN ({marks})", chunk)
+            db.execute(f"DELETE FROM assertions WHERE episode_id IN ({marks})", chunk)
+            db.execute(f"DELETE FROM episodes WHERE id IN ({marks})", chunk)
+        db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')")
+        orphans = [
+            entity_id
+            for entity_id in touched.entities
+            if not any(
+                db.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1", [entity_id]).fetchone()
+                for table in ("assertions", "facts")
+                for column in ("subject_id", "object_id")
+            )
+        ]
+        db.conn.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in orphans])
     touched.entities -= set(orphans)
     return touched
+
+
+@contextmanager
+def secure_delete(db: Database) -> Iterator[None]:
+    """Deleted content is overwritten with zeros while the block runs, not just unlinked."""
+    was = db.execute("PRAGMA secure_delete").fetchone()[0]
+    db.execute("PRAGMA secure_delete = ON")
+    try:
+        yield
+    finally:
+        db.execute(f"PRAGMA secure_delete = {int(was)}")
 
 
 # --- what extraction reads -------------------------------------------------------------

@@ -265,3 +265,47 @@ def repair_near_miss_indexes(db: Database) -> None:
             WHERE expired_at IS NULL AND substr(invalid_at, 11) = 'T00:00:00.000000Z';
         """
     )
+
+
+@migrations(name="0008_episode_search")
+def episode_search(db: Database) -> None:
+    from memctl.store.episode_index import text_rowid
+
+    _execute_each(
+        db,
+        """
+        -- What was said, searchable: each stored episode's (already redacted) text. Its
+        -- rowid is the episode id's 64 bits (memctl.store.episode_index.text_rowid), so it
+        -- needs no column of its own in episodes and survives a VACUUM; porter stems
+        -- ("decided" finds "decide"), as facts_fts does.
+        CREATE VIRTUAL TABLE episodes_fts USING fts5(
+            content, tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+
+        -- When memctl held each episode (transaction time): a span from each time it was
+        -- stored or brought back to the undo that took it out, so that recall --known-at
+        -- finds an undone episode only before its undo.
+        CREATE TABLE episode_spans (
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            held_from TEXT NOT NULL,
+            held_until TEXT,
+            PRIMARY KEY (episode_id, held_from)
+        ) WITHOUT ROWID;
+
+        -- Recall's window on what was said: by reference time.
+        CREATE INDEX episodes_reference_time ON episodes(reference_time);
+
+        INSERT INTO episode_spans (episode_id, held_from, held_until)
+        SELECT id, created_at, NULL FROM episodes WHERE status = 'active';
+        -- An undone episode was held until the last undo that named it (or, if none can
+        -- be found, not at all: an empty span).
+        INSERT INTO episode_spans (episode_id, held_from, held_until)
+        SELECT e.id, e.created_at, coalesce(
+            (SELECT max(o.at) FROM operations o, json_each(o.episode_ids) j
+             WHERE o.kind = 'undo' AND j.value = e.id AND o.at >= e.created_at), e.created_at)
+        FROM episodes e WHERE e.status = 'undone';
+        """
+    )
+    db.conn.executemany("INSERT INTO episodes_fts (rowid, content) VALUES (?, ?)",
+                        ((text_rowid(episode_id), content)
+                         for episode_id, content in db.execute("SELECT id, content FROM episodes")))
