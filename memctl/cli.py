@@ -216,29 +216,76 @@ def _ingest_table(report):
 
 @app.command()
 def recall(
-    query: Annotated[str, typer.Argument(help="What to look for, in words.")],
-    as_of: Annotated[Optional[str], typer.Option("--as-of", help="Facts true at this time (default: now). " + TIME_HELP)] = None,
+    query: Annotated[str, typer.Argument(help='What to look for, in words; "quoted words" match as a phrase.')],
+    as_of: Annotated[Optional[str], typer.Option(
+        "--as-of", help="Facts true at this time, episodes said by then (default: now). " + TIME_HELP)] = None,
     known_at: Annotated[Optional[str], typer.Option("--known-at", help="What memctl believed at this time. " + TIME_HELP)] = None,
+    since: Annotated[Optional[str], typer.Option(
+        "--since", help="Episodes said from this time on; facts valid at some time in --since/--until. " + TIME_HELP)] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Episodes said before this time. " + TIME_HELP)] = None,
+    kind: Annotated[str, typer.Option("--kind", help="all (facts and episodes), fact or episode.")] = "all",
     history: Annotated[bool, typer.Option("--history", help="Every valid time of the matching facts, not one instant.")] = False,
     limit: Annotated[int, typer.Option("--limit", help="At most this many results.")] = 10,
     as_json: JsonOption = False,
 ) -> None:
-    """Find facts, as true at --as-of and as known at --known-at.
+    """Find what was said (episodes) and what was extracted (facts), best first.
+
+    Facts as true at --as-of, episodes said by then (and within --since/--until), both
+    as memctl knew them at --known-at. Stop words alone match nothing.
 
     Example: memctl recall "which database does billing use" --as-of 2024-03-01
     """
     result = _memory().recall(query, as_of=_instant(as_of, "--as-of"), known_at=_instant(known_at, "--known-at"),
-                              limit=limit, history=history)
+                              since=_instant(since, "--since"), until=_instant(until, "--until"), limit=limit,
+                              history=history, kind=kind)
     if as_json:
         _print_json(result)
         return
+    from rich.text import Text
+
     title = f"as of {_day(result.as_of)}" + (f", as known at {_day(result.known_at)}" if result.known_at else "")
-    _console().print(_table(title, ["fact", "valid from", "until", "status", "episodes"], [
-        [r.fact, _day(r.valid_at), _day(r.invalid_at), r.status, " ".join(r.episodes or [])]
-        for r in result.results
-    ]))
+    rows = []
+    for r in result.results:
+        if r.kind == "episode":
+            rows.append(["said", _marked(Text, r.snippet), _day(r.reference_time), f"{Path(r.source).name}:{r.position}",
+                         r.episode_id])
+        else:
+            rows.append(["fact", r.fact, f"{_day(r.valid_at)} → {_day(r.invalid_at)}", r.status, " ".join(r.episodes or [])])
+    _console().print(_table(title, ["", "what", "when", "status / from", "episodes"], rows))
     if not result.results:
-        typer.echo("no matching facts", err=True)
+        typer.echo("nothing matches", err=True)
+
+
+def _marked(text_type, snippet: str):
+    """A snippet's **marked** words in bold, the rest as plain text (never read as markup)."""
+    text = text_type()
+    for n, part in enumerate(snippet.split("**")):
+        text.append(part, style="bold" if n % 2 else "")
+    return text
+
+
+@app.command()
+def facts(
+    subject: Annotated[Optional[str], typer.Option("--subject", help="Only facts about this entity.")] = None,
+    predicate: Annotated[Optional[str], typer.Option("--predicate", help="Only this predicate (e.g. 'lives in').")] = None,
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="Facts true at this time (default: now). " + TIME_HELP)] = None,
+    known_at: Annotated[Optional[str], typer.Option("--known-at", help="What memctl believed at this time. " + TIME_HELP)] = None,
+    history: Annotated[bool, typer.Option("--history", help="Every valid time, not one instant.")] = False,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List facts without a question, by subject, predicate and time.
+
+    Example: memctl facts --subject billing --as-of 2024-03-01
+    """
+    rows = _memory().facts(subject=subject, predicate=predicate, as_of=_instant(as_of, "--as-of"),
+                           known_at=_instant(known_at, "--known-at"), history=history, limit=limit)
+    if as_json:
+        _print_json(rows)
+        return
+    _console().print(_table(None, ["subject", "predicate", "value", "valid from", "until", "status"], [
+        [f.subject, f.predicate, f.object, _day(f.valid_at), _day(f.invalid_at), f.status] for f in rows
+    ]))
 
 
 @app.command()

@@ -24,6 +24,7 @@ from memctl.model import Episode
 from memctl.results import (
     EpisodeDetail,
     EpisodeSummary,
+    Fact,
     History,
     IngestReport,
     Operation,
@@ -103,12 +104,22 @@ class Memory:
 
     # --- reading -------------------------------------------------------------------
 
-    def recall(self, query: str, *, as_of: str | None = None, known_at: str | None = None,
-               limit: int = 10, history: bool = False) -> RecallResult:
-        """Facts matching ``query``, true at ``as_of`` (default: now), as known at ``known_at``."""
+    def recall(self, query: str, *, as_of: str | None = None, known_at: str | None = None, since: str | None = None,
+               until: str | None = None, limit: int = 10, history: bool = False, kind: str = "all") -> RecallResult:
+        """Facts and episodes matching ``query``, best first: facts true at ``as_of`` (default:
+        now), episodes said by then and within ``since``/``until``, as known at ``known_at``.
+        ``kind``: all, fact or episode."""
         with self.connections.reading() as db:
-            return recall_module.recall(db, query, now=self.now(), as_of=as_of, known_at=known_at, limit=limit,
-                                        history=history)
+            return recall_module.recall(db, query, now=self.now(), as_of=as_of, known_at=known_at, since=since,
+                                        until=until, limit=limit, history=history, kind=kind)
+
+    def facts(self, *, subject: str | None = None, predicate: str | None = None, as_of: str | None = None,
+              known_at: str | None = None, history: bool = False, limit: int | None = None) -> list[Fact]:
+        """Facts without a question: true at ``as_of`` (default: now; every valid time with
+        ``history``) as known at ``known_at``, of one subject or predicate if named."""
+        with self.connections.reading() as db:
+            return recall_module.facts(db, now=self.now(), subject=subject, predicate=predicate, as_of=as_of,
+                                       known_at=known_at, history=history, limit=limit)
 
     def episodes(self, *, source: Path | None = None, status: str | None = None,
                  limit: int | None = None) -> list[EpisodeSummary]:

@@ -54,12 +54,14 @@ FactStatus = Literal["current", "ended", "superseded"]
 class Fact(Record):
     """One version of a derived fact, with names as shown.
 
-    ``episodes`` (the supporting episodes) is given by recall and history, ``score`` by
-    recall; ``predicate_key`` only by ``show``, which lists what an episode supports.
+    ``episodes`` (the supporting episodes) is given by recall, history and facts,
+    ``kind`` and ``score`` by recall; ``predicate_key`` only by ``show``, which lists what
+    an episode supports.
     """
 
-    _OMITTED_WHEN_NONE = frozenset({"predicate_key", "episodes", "score"})
+    _OMITTED_WHEN_NONE = frozenset({"kind", "predicate_key", "episodes", "score"})
 
+    kind: Literal["fact"] | None = field(default=None, kw_only=True)  # set in recall's mixed lists
     fact_id: int
     fact: str
     subject: str
@@ -78,11 +80,26 @@ class Fact(Record):
 
 
 @dataclass
+class EpisodeHit(Record):
+    """An episode recall found: what was said, where and when."""
+
+    kind: Literal["episode"] = field(default="episode", init=False)
+    episode_id: str
+    source: str
+    position: int
+    format: str
+    reference_time: str
+    snippet: str  # the words around what matched, marked **like this**
+    text: str
+    score: float = 0.0
+
+
+@dataclass
 class RecallResult(Record):
     query: str
     as_of: str
     known_at: str | None
-    results: list[Fact]
+    results: list[Fact | EpisodeHit]
 
 
 @dataclass

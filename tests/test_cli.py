@@ -39,7 +39,7 @@ def test_out_of_order_backfill_gives_each_value_its_own_stretch(cli, tmp_path):
     older = write_jsonl(tmp_path / "older.jsonl", [line("2024-03-01T09:00:00Z", fact("billing", "primary database", "MySQL"))])
     assert cli("ingest", newer).code == 0
     assert cli("ingest", older).code == 0
-    ask = lambda as_of: objects(cli("recall", "billing database", "--as-of", as_of, "--json"))  # noqa: E731
+    ask = lambda as_of: objects(cli("recall", "--kind", "fact", "billing database", "--as-of", as_of, "--json"))  # noqa: E731
     assert ask("2024-02-29T23:59:59Z") == []
     assert ask("2024-03-01T09:00:00Z") == ["MySQL"]
     assert ask("2025-01-15T09:59:59.999999Z") == ["MySQL"]
@@ -61,22 +61,22 @@ def test_known_at_answers_what_was_believed_before_a_later_ingest(cli, tmp_path)
     between = datetime.now(UTC).isoformat()
     time.sleep(0.01)
     assert cli("ingest", nyc).code == 0
-    assert objects(cli("recall", "where does alice live", "--json")) == ["NYC"]
-    assert objects(cli("recall", "where does alice live", "--as-of", "2024-06-01", "--json")) == ["NYC"]
+    assert objects(cli("recall", "--kind", "fact", "where does alice live", "--json")) == ["NYC"]
+    assert objects(cli("recall", "--kind", "fact", "where does alice live", "--as-of", "2024-06-01", "--json")) == ["NYC"]
     # before the NYC ingest memctl believed Austin, still true and open-ended
-    then = cli("recall", "where does alice live", "--known-at", between, "--as-of", "2024-06-01", "--json").json()
+    then = cli("recall", "--kind", "fact", "where does alice live", "--known-at", between, "--as-of", "2024-06-01", "--json").json()
     assert [(r["object"], r["invalid_at"]) for r in then["results"]] == [("Austin", None)]
-    assert [r["object"] for r in cli("recall", "alice", "--known-at", between, "--json").json()["results"]] == ["Austin"]
+    assert [r["object"] for r in cli("recall", "--kind", "fact", "alice", "--known-at", between, "--json").json()["results"]] == ["Austin"]
     # superseding in the world set invalid_at, not expired_at: Austin is still true history
-    past = cli("recall", "alice live", "--as-of", "2023-12-01", "--json").json()["results"]
+    past = cli("recall", "--kind", "fact", "alice live", "--as-of", "2023-12-01", "--json").json()["results"]
     assert [(r["object"], r["invalid_at"], r["expired_at"]) for r in past] == [("Austin", "2024-02-01T00:00:00.000000Z", None)]
     # before anything was ingested, nothing was known
-    assert objects(cli("recall", "alice", "--known-at", "2000-01-01", "--json")) == []
+    assert objects(cli("recall", "--kind", "fact", "alice", "--known-at", "2000-01-01", "--json")) == []
 
 
 def test_recall_json_shape_and_status(cli):
     assert cli("ingest", FIXTURE).code == 0
-    result = cli("recall", "which database does billing use", "--as-of", "2024-03-01", "--json").json()
+    result = cli("recall", "--kind", "fact", "which database does billing use", "--as-of", "2024-03-01", "--json").json()
     assert set(result) == {"query", "as_of", "known_at", "results"}
     assert result["as_of"] == "2024-03-01T00:00:00.000000Z" and result["known_at"] is None
     top = result["results"][0]
@@ -85,10 +85,10 @@ def test_recall_json_shape_and_status(cli):
         assert key in top
     assert top["object"] == "MySQL" and top["status"] == "current"
     assert all(e.startswith("ep_") for e in top["episodes"])
-    everything = cli("recall", "billing", "--history", "--json", "--limit", "50").json()["results"]
+    everything = cli("recall", "--kind", "fact", "billing", "--history", "--json", "--limit", "50").json()["results"]
     statuses = {(r["object"], r["status"]) for r in everything}
     assert {("MySQL", "superseded"), ("Redis", "ended"), ("Postgres", "current")} <= statuses
-    assert len(cli("recall", "billing", "--history", "--json", "--limit", "2").json()["results"]) == 2
+    assert len(cli("recall", "--kind", "fact", "billing", "--history", "--json", "--limit", "2").json()["results"]) == 2
 
 
 def test_reingest_adds_nothing(cli):
@@ -111,7 +111,7 @@ def test_undo_previews_then_applies_and_reopens(cli, db_path, tmp_path):
     assert table_counts(db_path) == counts  # the preview wrote nothing
     done = cli("undo", retro["id"], "--apply", "--json").json()
     assert done["applied"] and done["operation_id"].startswith("op_")
-    found = objects(cli("recall", "billing primary database", "--json"))
+    found = objects(cli("recall", "--kind", "fact", "billing primary database", "--json"))
     assert found[0] == "MySQL" and "Postgres" not in found
     assert cli("episodes", "--status", "undone", "--json").json()[0]["id"] == retro["id"]
     # the undone version is history: what was believed before the undo is still there
@@ -127,7 +127,7 @@ def test_an_undo_is_undone_by_its_operation_and_a_purge_is_not(cli, db_path, tmp
     one = write_jsonl(tmp_path / "one.jsonl", [line("2024-01-01", fact("svc", "uses", "Kafka", cardinality="many")),
                                                line("2024-03-01", fact("svc", "uses", "Redis", cardinality="many"))])
     assert cli("ingest", one).code == 0
-    before = cli("recall", "svc uses", "--json").json()["results"]
+    before = cli("recall", "--kind", "fact", "svc uses", "--json").json()["results"]
     undo_id = cli("undo", "--source", one, "--apply", "--json").json()["operation_id"]
     one.unlink()  # the file is gone: only the store can bring the episodes back
     counts = table_counts(db_path)
@@ -137,7 +137,7 @@ def test_an_undo_is_undone_by_its_operation_and_a_purge_is_not(cli, db_path, tmp
     assert table_counts(db_path) == counts
     shown = cli("undo", undo_id, "--apply")
     assert shown.code == 0 and f"Undid the undo {undo_id}" in shown.out
-    after = cli("recall", "svc uses", "--json").json()["results"]
+    after = cli("recall", "--kind", "fact", "svc uses", "--json").json()["results"]
     assert [(r["fact"], r["valid_at"], r["invalid_at"]) for r in after] == [
         (r["fact"], r["valid_at"], r["invalid_at"]) for r in before]
     assert [(op["kind"], op["status"]) for op in cli("operations", "--json").json()] == [
@@ -156,11 +156,11 @@ def test_undo_by_operation_and_by_source(cli, tmp_path):
     two = write_jsonl(tmp_path / "two.jsonl", [line("2024-02-01", fact("svc", "uses", "Redis", cardinality="many"))])
     op = cli("ingest", one, "--json").json()["operation_id"]
     assert cli("ingest", two).code == 0
-    assert sorted(objects(cli("recall", "svc uses", "--json"))) == ["Kafka", "Redis"]
+    assert sorted(objects(cli("recall", "--kind", "fact", "svc uses", "--json"))) == ["Kafka", "Redis"]
     assert cli("undo", op, "--yes").code == 0
-    assert objects(cli("recall", "svc uses", "--json")) == ["Redis"]
+    assert objects(cli("recall", "--kind", "fact", "svc uses", "--json")) == ["Redis"]
     assert cli("undo", "--source", two, "--apply").code == 0
-    assert objects(cli("recall", "svc uses", "--json")) == []
+    assert objects(cli("recall", "--kind", "fact", "svc uses", "--json")) == []
     assert cli("stats", "--json").json()["episodes"] == 0
 
 
@@ -178,7 +178,7 @@ def test_purge_erases_content_everywhere(cli, db_path, tmp_path):
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         dump = "\n".join(conn.iterdump())
     assert secret not in dump
-    assert objects(cli("recall", "deploy bot runs", "--json")) == ["Kubernetes"]
+    assert objects(cli("recall", "--kind", "fact", "deploy bot runs", "--json")) == ["Kubernetes"]
     assert raw  # the files exist; the dump above is what a user could read back
 
 
@@ -288,7 +288,7 @@ def test_undo_of_a_large_file_by_source(cli, tmp_path):
         for i in range(1200)
     ])
     assert cli("ingest", big).code == 0
-    assert len(cli("recall", "svc1 uses", "--history", "--limit", "5000", "--json").json()["results"]) == 1200
+    assert len(cli("recall", "--kind", "fact", "svc1 uses", "--history", "--limit", "5000", "--json").json()["results"]) == 1200
     done = cli("undo", "--source", big, "--apply", "--json").json()
     assert len(done["episodes"]) == 1200 and len(done["removed"]) == 1200
     assert cli("stats", "--json").json()["assertions"] == 0
@@ -333,4 +333,4 @@ def test_undo_of_an_undo_leaves_an_episode_purged_since(cli, tmp_path):
     assert cli("undo", kafka, "--purge", "--apply").code == 0
     plan = cli("undo", undo_id, "--apply", "--json").json()
     assert plan["applied"] and plan["episodes"] == [redis] and plan["changed_since"] == [kafka]
-    assert objects(cli("recall", "svc uses", "--json")) == ["Redis"]
+    assert objects(cli("recall", "--kind", "fact", "svc uses", "--json")) == ["Redis"]

@@ -22,7 +22,7 @@ def test_reads_in_other_threads_do_not_wait_for_a_write_and_see_only_what_was_co
         # the lock nor sees the uncommitted row.
         db.execute("UPDATE episodes SET status = 'undone'")
         assert pool.submit(lambda: memory.stats().episodes).result(timeout=30) == episodes
-        assert pool.submit(lambda: len(memory.recall("billing").results)).result(timeout=30) > 0
+        assert pool.submit(lambda: len(memory.recall("billing", kind="fact").results)).result(timeout=30) > 0
     assert memory.stats().episodes == 0  # committed now, and the opening thread sees it
     memory.close()
 
@@ -36,7 +36,7 @@ def test_calls_from_many_threads_at_once_give_the_answers_one_thread_gives(tmp_p
         """One of three reads, as what it says (fact versions get new ids when redone)."""
         kind = kinds[n % 3]
         if kind == "recall":
-            found = memory.recall("which database does billing use", as_of="2024-03-01T00:00:00.000000Z").results
+            found = memory.recall("which database does billing use", as_of="2024-03-01T00:00:00.000000Z", kind="fact").results
             return kind, [(f.object, f.valid_at, f.invalid_at, f.status, f.episodes) for f in found]
         if kind == "history":
             return kind, [(s.predicate, f.object, f.valid_at, f.invalid_at, f.status)

@@ -143,7 +143,7 @@ def test_a_turn_read_again_after_its_reply_grew_takes_the_new_reading_and_undo_g
     assert (second["revised"], second["added"], second["assertions"]) == (1, 0, 2)  # the whole turn, extracted again
     (episode,) = cli("episodes", "--json").json()
     assert "Billing uses Postgres" in cli("show", episode["id"], "--json").json()["content"]
-    assert sorted(r["object"] for r in cli("recall", "billing uses", "--json").json()["results"]) == ["MySQL", "Postgres"]
+    assert sorted(r["object"] for r in cli("recall", "--kind", "fact", "billing uses", "--json").json()["results"]) == ["MySQL", "Postgres"]
     again = cli("ingest", session.parent, "--extractor", "rules", "--json").json()
     assert (again["revised"], again["already_present"], again["assertions"]) == (0, 2, 0)
     # The shorter copy alone is not a new reading either.
@@ -155,10 +155,10 @@ def test_a_turn_read_again_after_its_reply_grew_takes_the_new_reading_and_undo_g
     assert plan["applied"] and plan["revisions_reverted"] == [episode["id"]] and plan["episodes"] == []
     assert [r["object"] for r in plan["removed"]] == ["Postgres"]
     assert "Postgres" not in cli("show", episode["id"], "--json").json()["content"]
-    assert [r["object"] for r in cli("recall", "billing uses", "--json").json()["results"]] == ["MySQL"]
+    assert [r["object"] for r in cli("recall", "--kind", "fact", "billing uses", "--json").json()["results"]] == ["MySQL"]
     assert cli("rebuild", "--json").json()["facts_created"] == 0
     assert cli("undo", first["operation_id"], "--apply", "--json").json()["episodes"] == [episode["id"]]
-    assert cli("recall", "billing uses", "--json").json()["results"] == []
+    assert cli("recall", "--kind", "fact", "billing uses", "--json").json()["results"] == []
 
 
 def test_purging_a_revised_episode_erases_its_older_readings(cli, db_path, tmp_path):

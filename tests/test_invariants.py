@@ -185,7 +185,7 @@ def test_as_of_boundaries_hold_for_every_fact(made, offset_minutes):
 
     def found(fact_id: int, instant: str) -> bool:
         as_of = times.normalize_instant(written_with_offset(instant))
-        results = memory.recall(" ".join(SUBJECTS), as_of=as_of, limit=1000)["results"]
+        results = memory.recall(" ".join(SUBJECTS), as_of=as_of, limit=1000, kind="fact")["results"]
         return fact_id in {r["fact_id"] for r in results}
 
     facts = memory.db.execute("SELECT id, valid_at, invalid_at FROM facts WHERE expired_at IS NULL").fetchall()

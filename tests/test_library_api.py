@@ -27,7 +27,7 @@ def filled(memory: Memory) -> Memory:
 def test_times_in_any_iso_form_are_compared_as_instants(filled):
     question = "which database does billing use"
     forms = ["2024-03-01", "2024-03-01T00:00:00Z", "2024-03-01T01:00:00+01:00", "2024-03-01T00:00:00.000000Z"]
-    answers = [[f.object for f in filled.recall(question, as_of=form).results] for form in forms]
+    answers = [[f.object for f in filled.recall(question, as_of=form, kind="fact").results] for form in forms]
     assert answers[0][0] == "MySQL" and all(answer == answers[0] for answer in answers)
     assert filled.recall(question, known_at="2000-01-01").results == []  # nothing was known then
     with pytest.raises(BadInput, match="yesterday"):

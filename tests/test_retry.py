@@ -56,7 +56,7 @@ def test_retry_swaps_the_assertions_and_keeps_the_old_ones_in_history(ingested):
     assert (result["episodes"], result["assertions"], result["model_calls"]) == ([episode], 1, 1)
     assert objects(memory) == ["Postgres"]
     assert [r["object"] for r in memory.recall("billing database", known_at=before_retry,
-                                                as_of="2025-01-01")["results"]] == ["MySQL"]
+                                                as_of="2025-01-01", kind="fact")["results"]] == ["MySQL"]
     assert [op["kind"] for op in memory.operations()] == ["ingest", "retry"]
     assert memory.rebuild()["facts_created"] == 0
 
@@ -148,7 +148,7 @@ def test_undo_of_a_retry_brings_back_what_it_replaced_and_history_keeps_both(ing
     assert memory.show(episode)["extraction"] == "done"
     # What was believed in between stays in the history.
     assert [r["object"] for r in memory.recall("billing database", known_at=retried_at,
-                                                as_of="2025-01-01")["results"]] == ["Postgres"]
+                                                as_of="2025-01-01", kind="fact")["results"]] == ["Postgres"]
     assert [(op["kind"], op["status"]) for op in memory.operations()] == [
         ("ingest", "done"), ("retry", "undone"), ("undo", "done")]
     shown = cli("show", episode, db=tmp_path / "m.db").out

@@ -93,7 +93,7 @@ def bounded_fact(cli, tmp_path):
 
 @pytest.mark.parametrize(("as_of", "included"), BOUNDARIES)
 def test_as_of_boundaries(cli, bounded_fact, as_of, included):
-    run = cli("recall", "billing database", "--as-of", as_of, "--json")
+    run = cli("recall", "--kind", "fact", "billing database", "--as-of", as_of, "--json")
     assert run.code == 0, run.err
     assert [r["object"] for r in run.json()["results"]] == (["MySQL"] if included else [])
 

@@ -59,24 +59,6 @@ def _facts(db: Database, condition: str, params: list, *, order: str, limit: int
                   cardinality=r[10]), r[11], r[12]) for r in rows]
 
 
-def search_facts(db: Database, match: str, *, as_of: str, known_at: str | None, history: bool,
-                 limit: int) -> list[Fact]:
-    """The facts whose text or names match the FTS5 expression ``match``, best first.
-
-    The time window is inside the ranking query, so a limit never cuts away the facts
-    that were true at ``as_of``.
-    """
-    condition, params = time_window("f", known_at=known_at, as_of=None if history else as_of)
-    found = []
-    for fact, _, rank in _facts(db, condition, params, order="rank, f.valid_at, f.id", limit=limit, search=match):
-        fact.status = fact_status(fact.invalid_at, fact.end_reason, as_of)
-        # bm25() is lower-is-better; users and fusion expect higher-is-better.
-        fact.score = round(-rank, 6) if rank is not None else None
-        found.append(fact)
-    attach_episodes(db, found, known_at)
-    return found
-
-
 def facts_of_subject(db: Database, subject_id: int, now: str) -> list[tuple[Fact, str]]:
     """Every current version of every slot of an entity, with its predicate key, by slot and time."""
     condition, params = time_window("f", known_at=None)

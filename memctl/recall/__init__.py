@@ -1,0 +1,86 @@
+"""Recall: what was said and what was extracted, fused into one list, at any point in time.
+
+The question is parsed once (``query``); each ranker (``rankers``: BM25 over facts, BM25
+over episode text, the entity graph, and vectors when configured) gives its best items
+inside the time window; reciprocal rank fusion (``fusion``) merges them, and a fact
+found beside the episodes it came from takes them in. Time: facts by valid time
+(``--as-of``), episodes by when they were said, both by what memctl held (``--known-at``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from sqlite_utils import Database
+
+from memctl import times
+from memctl.errors import BadInput
+from memctl.recall import fusion
+from memctl.recall.query import parse
+from memctl.recall.rankers import DEFAULT_RANKERS, Ranker
+from memctl.results import EpisodeHit, Fact, RecallResult
+from memctl.store import search
+from memctl.store.search import Window
+
+Kind = Literal["all", "fact", "episode"]
+KINDS = ("all", "fact", "episode")
+# Each ranker offers this many candidates (at least) for fusion to choose from.
+DEPTH = 50
+
+
+def recall(db: Database, query: str, *, now: str, as_of: str | None = None, known_at: str | None = None,
+           since: str | None = None, until: str | None = None, limit: int = 10, history: bool = False,
+           kind: str = "all", rankers: Sequence[Ranker] = DEFAULT_RANKERS) -> RecallResult:
+    """The best facts and episodes for ``query``.
+
+    Facts valid at ``as_of`` (every valid time with ``history``; any time in
+    ``since``/``until`` when those are given and ``as_of`` is not), episodes said by then
+    (and in ``since``/``until``), both as memctl held them at ``known_at``. "What memctl
+    believed at K" defaults to what it would have answered then: without ``as_of``, the
+    time is ``known_at``, or else ``now``. Times take any ISO-8601 form.
+    """
+    if limit < 1:
+        raise BadInput(f"must be at least 1, got {limit}", parameter="limit")
+    if kind not in KINDS:
+        raise BadInput(f"must be all, fact or episode, got {kind!r}", parameter="kind")
+    given = {name: times.instant_argument(value, what=name)
+             for name, value in (("as_of", as_of), ("known_at", known_at), ("since", since), ("until", until))}
+    if given["since"] and given["until"] and given["since"] >= given["until"]:
+        raise BadInput(f"must be before until ({given['until']}), got {given['since']}", parameter="since")
+    effective_as_of = given["as_of"] or given["known_at"] or now
+    window = Window(as_of=effective_as_of, known_at=given["known_at"], since=given["since"], until=given["until"],
+                    history=history, as_of_given=given["as_of"] is not None)
+    parsed = parse(query)
+    wanted = {"fact", "episode"} if kind == "all" else {kind}
+    depth = max(DEPTH, 3 * limit)
+    rankings = [[key for key in ranker.rank(db, parsed, window, depth) if key[0] in wanted]
+                for ranker in rankers if ranker.kinds & wanted]
+    scores = fusion.rrf(rankings)
+    fact_ids = [int(key[1]) for key in scores if key[0] == "fact"]
+    facts = search.facts_by_id(db, fact_ids, window)
+    if kind == "all":
+        scores = fusion.reinforce(scores, {fact_id: fact.episodes or [] for fact_id, fact in facts.items()})
+    best = fusion.ranked(scores, limit)
+    episodes = search.episodes_by_id(db, [str(key[1]) for key, _ in best if key[0] == "episode"], parsed.match())
+    results: list[Fact | EpisodeHit] = []
+    for (item_kind, item_id), score in best:
+        item: Fact | EpisodeHit = facts[int(item_id)] if item_kind == "fact" else episodes[str(item_id)]
+        item.score = round(score, 6)
+        results.append(item)
+    return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results)
+
+
+def facts(db: Database, *, now: str, subject: str | None = None, predicate: str | None = None,
+          as_of: str | None = None, known_at: str | None = None, history: bool = False,
+          limit: int | None = None) -> list[Fact]:
+    """Facts without a question, by subject and time: what ``memctl facts`` lists."""
+    from memctl.names import entity_key, predicate_key
+
+    if limit is not None and limit < 1:
+        raise BadInput(f"must be at least 1, got {limit}", parameter="limit")
+    known = times.instant_argument(known_at, what="known_at")
+    window = Window(as_of=times.instant_argument(as_of, what="as_of") or known or now, known_at=known,
+                    history=history)
+    return search.facts_listed(db, window, subject_key=entity_key(subject) if subject else None,
+                               predicate_key=predicate_key(predicate) if predicate else None, limit=limit)

@@ -1,0 +1,84 @@
+"""A question as people type it, made into what the text indexes can match.
+
+Pure: no I/O. Words are what SQLite's unicode61 tokenizer would see (runs of letters and
+digits), so nothing the user types can reach FTS5's own syntax (``"``, ``*``, ``NEAR(``,
+``-``, ``AND``): every term goes to the index quoted. English stop words do not match on
+their own ("which test framework do we use" must not find every text with "we"), unless
+the question has nothing else. ``"Quoted phrases"`` match as phrases.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from memctl.errors import BadInput
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_PHRASE = re.compile(r'"([^"]*)"')
+# A pasted page is not a question: the first this many distinct terms and phrases count.
+MAX_TERMS = 32
+MAX_PHRASE_WORDS = 16
+# How many words an entity's name may have, to be found in the question.
+MAX_NAME_WORDS = 4
+
+
+@cache
+def stop_words() -> frozenset[str]:
+    """The English stop words of the ``stopwords`` package, and the pieces its
+    contractions fall into once split into words ("don't" → "don", "t")."""
+    from stopwords import get_stopwords
+
+    listed = {word for word in get_stopwords("english") if word}
+    return frozenset(listed | {piece for word in listed for piece in _WORD.findall(word)})
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    words: tuple[str, ...]  # every word, in order, lower case (entity names may be stop words: "The Who")
+    terms: tuple[str, ...]  # the words that search: stop words left out unless nothing else is left
+    phrases: tuple[tuple[str, ...], ...]  # quoted phrases, two words or more
+
+    def match(self) -> str:
+        """The FTS5 expression: any term or phrase may match, BM25 weighs the rarer ones."""
+        # A phrase goes as one quoted string, which FTS5 tokenizes (and stems) as a phrase.
+        parts = ['"' + " ".join(phrase) + '"' for phrase in self.phrases]
+        parts += [f'"{term}"' for term in self.terms]
+        return " OR ".join(parts)
+
+    def name_keys(self) -> list[str]:
+        """Every run of up to MAX_NAME_WORDS words: the entity names the question may hold.
+        A lone stop word is no name ("we", "it": extractors do make such entities)."""
+        from memctl.names import entity_key
+
+        keys: dict[str, None] = {}
+        for size in range(1, MAX_NAME_WORDS + 1):
+            for start in range(len(self.words) - size + 1):
+                run = self.words[start:start + size]
+                if size == 1 and run[0] in stop_words():
+                    continue
+                keys[entity_key(" ".join(run))] = None
+        return [key for key in keys if key]
+
+
+def parse(text: str) -> Query:
+    """``text`` as a Query; BadInput when it holds no word to search for."""
+    phrases: dict[tuple[str, ...], None] = {}
+    for quoted in _PHRASE.findall(text):
+        words = tuple(word.lower() for word in _WORD.findall(quoted))[:MAX_PHRASE_WORDS]
+        if len(words) > 1:
+            phrases[words] = None
+    words = tuple(word.lower() for word in _WORD.findall(text))
+    if not words:
+        raise BadInput(f"query {_shown(text)} has no words to search for")
+    distinct = list(dict.fromkeys(words))
+    content = [word for word in distinct if word not in stop_words()]
+    kept_phrases = tuple(phrases)[:MAX_TERMS]
+    terms = tuple((content or distinct)[:max(MAX_TERMS - len(kept_phrases), 1)])
+    return Query(text=text, words=words[:MAX_TERMS * MAX_NAME_WORDS], terms=terms, phrases=kept_phrases)
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")

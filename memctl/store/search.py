@@ -1,0 +1,196 @@
+"""The store's side of recall: each ranker's query, and the results it names, read whole.
+
+Every ranker applies the time window inside its own query, before its limit, so a limit
+never cuts away what was true (or said) in the window:
+
+- facts: held at ``known_at`` (or now), and valid at ``as_of`` (``valid_at <= T <
+  invalid_at``), or, with ``since``/``until``, valid at some time in that window, or at
+  any time with ``history``;
+- episodes: held at ``known_at`` (``episode_spans``; without K, active now), said at or
+  before ``as_of`` (reference time), and inside ``since``/``until``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from memctl.results import EpisodeHit, Fact
+from memctl.store import in_chunks
+from memctl.store.episode_index import episode_id_of, text_rowid
+from memctl.store.reads import attach_episodes, fact_status, time_window
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where on both time axes recall looks."""
+
+    as_of: str  # facts valid then, episodes said by then
+    known_at: str | None = None  # what memctl held then; None: now
+    since: str | None = None  # episodes said from then on (reference time), facts valid in the window
+    until: str | None = None  # ...and before then
+    history: bool = False  # facts at any valid time, episodes said at any time
+    as_of_given: bool = True  # with since/until, whether facts must also be valid at as_of
+
+
+def fact_window(alias: str, window: Window) -> tuple[str, list]:
+    valid_at = None if window.history or ((window.since or window.until) and not window.as_of_given) \
+        else window.as_of
+    condition, params = time_window(alias, known_at=window.known_at, as_of=valid_at)
+    if not window.history and window.until is not None:
+        condition += f" AND {alias}.valid_at < ?"
+        params.append(window.until)
+    if not window.history and window.since is not None:
+        condition += f" AND ({alias}.invalid_at IS NULL OR {alias}.invalid_at > ?)"
+        params.append(window.since)
+    return condition, params
+
+
+def episode_window(alias: str, window: Window) -> tuple[str, list]:
+    if window.known_at is None:
+        condition, params = f"{alias}.status = 'active'", []
+    else:
+        condition = (f"EXISTS (SELECT 1 FROM episode_spans s WHERE s.episode_id = {alias}.id AND s.held_from <= ? "
+                     f"AND (s.held_until IS NULL OR ? < s.held_until))")
+        params = [window.known_at, window.known_at]
+    if not window.history:
+        condition += f" AND {alias}.reference_time <= ?"
+        params.append(window.as_of)
+    if window.since is not None:
+        condition += f" AND {alias}.reference_time >= ?"
+        params.append(window.since)
+    if window.until is not None:
+        condition += f" AND {alias}.reference_time < ?"
+        params.append(window.until)
+    return condition, params
+
+
+# --- rankers -------------------------------------------------------------------------
+
+
+def facts_matching(db: Database, match: str, window: Window, limit: int) -> list[int]:
+    """Facts whose text or names match the FTS5 expression, best BM25 first."""
+    condition, params = fact_window("f", window)
+    return [row[0] for row in db.execute(
+        f"""SELECT f.id FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
+            WHERE facts_fts MATCH ? AND {condition}
+            ORDER BY bm25(facts_fts), f.valid_at, f.id LIMIT ?""", [match, *params, limit]).fetchall()]
+
+
+def episodes_matching(db: Database, match: str, window: Window, limit: int) -> list[str]:
+    """Episodes whose text matches the FTS5 expression, best BM25 first."""
+    condition, params = episode_window("e", window)
+    return [row[0] for row in db.execute(
+        f"""SELECT e.id FROM episodes_fts t CROSS JOIN episodes e ON e.id = 'ep_' || printf('%016x', t.rowid)
+            WHERE episodes_fts MATCH ? AND {condition}
+            ORDER BY bm25(episodes_fts), e.reference_time, e.id LIMIT ?""", [match, *params, limit]).fetchall()]
+
+
+def entities_named(db: Database, name_keys: list[str]) -> list[int]:
+    found: list[int] = []
+    for chunk, marks in in_chunks(name_keys):
+        found += [row[0] for row in db.execute(f"SELECT id FROM entities WHERE name_key IN ({marks})", chunk)]
+    return found
+
+
+def facts_about(db: Database, entity_ids: list[int], match: str, window: Window, limit: int) -> list[int]:
+    """Facts about the entities (as subject or object), those naming more of them first,
+    then those whose words match too, then the latest; then facts about their one-hop
+    neighbours, the entities at the other end of those facts.
+
+    The entities are few (named in a question, or at the ends of ``limit`` facts), so
+    they go in as parameters: a reader's connection may not write, not even a temp table.
+    """
+    found = _facts_of(db, entity_ids[:MAX_ENTITIES], match, window, limit, as_object=True)
+    neighbours = sorted({end for _, subject, obj in found for end in (subject, obj)} - set(entity_ids))
+    seen = {fact_id for fact_id, _, _ in found}
+    more = [fact_id for fact_id, _, _ in _facts_of(db, neighbours[:MAX_ENTITIES], match, window, limit, as_object=False)
+            if fact_id not in seen] if len(found) < limit else []
+    return ([fact_id for fact_id, _, _ in found] + more)[:limit]
+
+
+MAX_ENTITIES = 200
+
+
+def _facts_of(db: Database, entity_ids: list[int], match: str, window: Window, limit: int, *,
+              as_object: bool) -> list[tuple[int, int, int]]:
+    """(fact id, subject id, object id) of facts whose subject (or object) is one of the entities."""
+    if not entity_ids:
+        return []
+    condition, params = fact_window("f", window)
+    marks = ", ".join("?" * len(entity_ids))
+    about = f"(f.subject_id IN ({marks}) OR f.object_id IN ({marks}))" if as_object else f"f.subject_id IN ({marks})"
+    return [tuple(row) for row in db.execute(
+        f"""SELECT f.id, f.subject_id, f.object_id FROM facts f
+            LEFT JOIN (SELECT rowid, bm25(facts_fts) AS rank FROM facts_fts WHERE facts_fts MATCH ?) m ON m.rowid = f.id
+            WHERE {about} AND {condition}
+            ORDER BY (f.subject_id IN ({marks})) + (f.object_id IN ({marks})) DESC, m.rank IS NULL, m.rank,
+                     f.valid_at DESC, f.id
+            LIMIT ?""",
+        [match, *entity_ids, *(entity_ids if as_object else []), *params, *entity_ids, *entity_ids, limit]).fetchall()]
+
+
+# --- reading what the rankers found ------------------------------------------------------
+
+
+def facts_by_id(db: Database, fact_ids: list[int], window: Window) -> dict[int, Fact]:
+    """The facts, with names, status at ``as_of`` and supporting episodes as held at ``known_at``."""
+    found: dict[int, Fact] = {}
+    for chunk, marks in in_chunks(fact_ids):
+        for r in db.execute(
+            f"""SELECT f.id, f.fact, s.name, f.predicate, o.name, f.valid_at, f.invalid_at, f.end_reason, f.created_at,
+                       f.expired_at, f.cardinality
+                FROM facts f JOIN entities s ON s.id = f.subject_id JOIN entities o ON o.id = f.object_id
+                WHERE f.id IN ({marks})""", chunk):
+            found[r[0]] = Fact(fact_id=r[0], fact=r[1], subject=r[2], predicate=r[3], object=r[4], predicate_key=None,
+                               valid_at=r[5], invalid_at=r[6], end_reason=r[7], created_at=r[8], expired_at=r[9],
+                               cardinality=r[10], status=fact_status(r[6], r[7], window.as_of), kind="fact")
+    attach_episodes(db, list(found.values()), window.known_at)
+    return found
+
+
+SNIPPET_WORDS = 24
+
+
+def episodes_by_id(db: Database, episode_ids: list[str], match: str) -> dict[str, EpisodeHit]:
+    """The episodes, each with a snippet around the words ``match`` found in it (marked
+    ``**like this**``), or its opening when they are not in its text."""
+    found: dict[str, EpisodeHit] = {}
+    for chunk, marks in in_chunks(episode_ids):
+        for r in db.execute(f"SELECT id, source, position, format, reference_time, content FROM episodes "
+                            f"WHERE id IN ({marks})", chunk):
+            found[r[0]] = EpisodeHit(episode_id=r[0], source=r[1], position=r[2], format=r[3], reference_time=r[4],
+                                     snippet=_opening(r[5]), text=r[5])
+    rowids = [text_rowid(episode_id) for episode_id in found]
+    for chunk, marks in in_chunks(rowids):
+        for rowid, snippet in db.execute(
+            f"""SELECT rowid, snippet(episodes_fts, 0, '**', '**', '…', {SNIPPET_WORDS}) FROM episodes_fts
+                WHERE episodes_fts MATCH ? AND rowid IN ({marks})""", [match, *chunk]):
+            found[episode_id_of(rowid)].snippet = snippet
+    return found
+
+
+def _opening(text: str) -> str:
+    words = text.split()
+    return " ".join(words[:SNIPPET_WORDS]) + ("…" if len(words) > SNIPPET_WORDS else "")
+
+
+def facts_listed(db: Database, window: Window, *, subject_key: str | None, predicate_key: str | None,
+                 limit: int | None) -> list[Fact]:
+    """Facts in the window, of one subject and one predicate if given, by subject, slot and time."""
+    condition, params = fact_window("f", window)
+    if subject_key is not None:
+        condition += " AND f.subject_id = (SELECT id FROM entities WHERE name_key = ?)"
+        params.append(subject_key)
+    if predicate_key is not None:
+        condition += " AND f.predicate_key = ?"
+        params.append(predicate_key)
+    ids = [row[0] for row in db.execute(
+        f"""SELECT f.id FROM facts f JOIN entities s ON s.id = f.subject_id WHERE {condition}
+            ORDER BY s.name_key, f.predicate_key, f.valid_at, f.id {"LIMIT ?" if limit else ""}""",
+        params + ([limit] if limit else [])).fetchall()]
+    found = facts_by_id(db, ids, window)
+    for fact in found.values():
+        fact.kind = None  # a list of facts only, nothing to tell apart
+    return [found[fact_id] for fact_id in ids]
