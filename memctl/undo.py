@@ -21,7 +21,7 @@ from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
 from memctl.results import Effects, FactChange, UndoKind, UndoPlan
 from memctl.store import operations as journal
 from memctl.store import reads
-from memctl.store.connection import Clock, tentative, transaction_time
+from memctl.store.connection import Clock, checkpoint, tentative, transaction_time
 from memctl.store.episodes import (
     Touched,
     expire_episodes,
@@ -126,6 +126,8 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
                 entry.episode_ids = plan.episodes
             plan.applied, plan.operation_id = True, entry.id
             decision.keep()
+    if plan.applied and purge:
+        checkpoint(db)
     return plan
 
 

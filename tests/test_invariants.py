@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from memctl import times
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
+from memctl.store.episode_index import text_rowid
 from tests.conftest import FakeClock, current_facts
 
 # Few names and instants, so slots overlap, values return and times tie.
@@ -77,6 +78,19 @@ def assert_rebuild_is_a_no_op(memory: Memory) -> None:
     report = memory.rebuild()
     assert (report["facts_created"], report["facts_expired"]) == (0, 0)
     assert current_facts(memory) == before
+    assert_episode_index_is_exact(memory)
+
+
+def assert_episode_index_is_exact(memory: Memory) -> None:
+    """The episode text index holds exactly the stored episodes' text, and each episode
+    is held (an open span) exactly when it is active."""
+    db = memory.db
+    db.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('integrity-check')")
+    assert dict(db.execute("SELECT rowid, content FROM episodes_fts").fetchall()) == {
+        text_rowid(episode_id): content for episode_id, content in db.execute("SELECT id, content FROM episodes")}
+    held = [row[0] for row in db.execute("SELECT episode_id FROM episode_spans WHERE held_until IS NULL")]
+    active = {row[0] for row in db.execute("SELECT id FROM episodes WHERE status = 'active'")}
+    assert sorted(held) == sorted(active)
 
 
 @given(episodes(), st.randoms(), st.integers(1, 4))

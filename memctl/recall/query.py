@@ -73,10 +73,13 @@ def parse(text: str) -> Query:
     words = tuple(word.lower() for word in _WORD.findall(text))
     if not words:
         raise BadInput(f"query {_shown(text)} has no words to search for")
-    distinct = list(dict.fromkeys(words))
+    # Words inside quotes search only as their phrase; a lone quoted word is a word.
+    loose = [word.lower() for word in _WORD.findall(_PHRASE.sub(lambda m: " " if len(_WORD.findall(m.group(1))) > 1
+                                                                  else m.group(1), text))]
+    distinct = list(dict.fromkeys(loose))
     content = [word for word in distinct if word not in stop_words()]
     kept_phrases = tuple(phrases)[:MAX_TERMS]
-    terms = tuple((content or distinct)[:max(MAX_TERMS - len(kept_phrases), 1)])
+    terms = tuple((content or ([] if kept_phrases else distinct))[:max(MAX_TERMS - len(kept_phrases), 1)])
     return Query(text=text, words=words[:MAX_TERMS * MAX_NAME_WORDS], terms=terms, phrases=kept_phrases)
 
 

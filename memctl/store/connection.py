@@ -102,6 +102,12 @@ def write_transaction(db: Database) -> Iterator[Database]:
         db.conn.execute("COMMIT")
 
 
+def checkpoint(db: Database) -> None:
+    """Copy the write-ahead log into the database file and empty it: after a purge, the
+    log's older frames still hold the pages as they were before it."""
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 class _RolledBack(Exception):
     """Ends a tentative transaction that was not kept."""
 

@@ -1,0 +1,194 @@
+"""Recall that answers from what was said and what was extracted, at any point in time."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memctl import BadInput, IngestOptions, Memory
+from memctl.recall import recall
+from memctl.recall.fusion import reinforce, rrf
+from memctl.recall.query import parse
+from memctl.recall.rankers import EntityGraph, EpisodeText, FactText
+from memctl.store.search import Window
+from tests.conftest import write_jsonl
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "team.facts.jsonl"
+
+
+def chat(path: Path, *turns: tuple[str, str, str]) -> Path:
+    """A generic chat log: (time, what the user said, the reply) per turn."""
+    lines = []
+    for at, user, reply in turns:
+        lines += [{"role": "user", "content": user, "timestamp": at},
+                  {"role": "assistant", "content": reply, "timestamp": at}]
+    return write_jsonl(path, lines)
+
+
+@pytest.fixture
+def frontend(memory: Memory, tmp_path: Path) -> Memory:
+    """A session about a build tool, with a lot of talk that shares its common words."""
+    memory.ingest([chat(
+        tmp_path / "frontend.jsonl",
+        ("2024-03-01T10:00:00Z", "should we use webpack or vite for the new dashboard?", "Both work; vite is faster."),
+        ("2024-03-01T10:05:00Z", "ok, fine, let's do vite", "Done: the dashboard now builds with Vite."),
+        ("2024-03-02T09:00:00Z", "what do we use for the test runner", "We use pytest for the backend tests."),
+        ("2024-03-02T09:30:00Z", "we should use types everywhere", "We use mypy in CI."),
+        ("2024-03-03T11:00:00Z", "we need to decide on a logo colour", "Blue it is, we decided."),
+    )], IngestOptions())
+    return memory
+
+
+def said(result) -> list[str]:
+    return [r.text.split("\n")[0] for r in result.results if r.kind == "episode"]
+
+
+def test_what_was_said_is_found_when_no_fact_was_extracted(frontend):
+    result = frontend.recall("what did we decide about vite")
+    assert "User: ok, fine, let's do vite" in said(result)[:3]
+    top = frontend.recall("let's do vite").results[0]
+    assert top.kind == "episode" and "**vite**" in top.snippet.lower() and top.text.startswith("User:")
+    assert top.reference_time == "2024-03-01T10:05:00.000000Z" and top.format == "jsonl"
+    json = result.to_json()["results"][0]
+    assert {"kind", "episode_id", "source", "position", "format", "reference_time", "snippet", "text",
+            "score"} <= set(json)
+
+
+def test_stop_words_alone_do_not_match(frontend):
+    # "what do we use for the" matches every turn; only "test runner" should rank.
+    assert said(frontend.recall("what do we use for the test runner", limit=1)) == [
+        "User: what do we use for the test runner"]
+    # A question of nothing but stop words still searches them, rather than refusing.
+    assert frontend.recall("what do we", limit=3).results
+
+
+def test_stemming_and_quoted_phrases(frontend):
+    assert said(frontend.recall("deciding logos", limit=1)) == ["User: we need to decide on a logo colour"]
+    phrase = said(frontend.recall('"should we use"', kind="episode"))
+    assert phrase and all("should we use" in text for text in phrase)
+    assert "User: what do we use for the test runner" not in phrase  # has the words, not the phrase
+
+
+@pytest.mark.parametrize("hostile", ['"', "*", "NEAR(", "-", "vite AND", "OR OR", "col:vite", "vite*", "(vite",
+                                     "🚀 vite", "x" * 10_000, "vite " * 3_000, "'; DROP TABLE episodes; --"])
+def test_hostile_queries_give_results_or_one_clear_error(frontend, hostile):
+    try:
+        result = frontend.recall(hostile)
+    except BadInput as error:
+        assert "no words" in str(error) and "\n" not in str(error)
+        return
+    assert isinstance(result.results, list)
+    assert frontend.stats().episodes == 5
+
+
+@pytest.mark.parametrize("hostile", ['"', "🚀", "NEAR(", "*"])
+def test_hostile_queries_on_the_command_line_are_one_line(cli, tmp_path, hostile):
+    chat(tmp_path / "c.jsonl", ("2024-03-01T10:00:00Z", "let's do vite", "ok"))
+    assert cli("ingest", tmp_path / "c.jsonl").code == 0
+    run = cli("recall", hostile, "--json")
+    if run.code == 0:
+        assert isinstance(run.json()["results"], list) and run.err == ""
+    else:
+        assert run.code == 2 and run.err.count("\n") == 1 and run.err.startswith("memctl: error: query")
+
+
+def test_the_window_is_inside_every_ranker_so_a_limit_never_hides_what_was_said_in_time(memory, tmp_path):
+    # One early mention of the deploy target, then many later ones.
+    later = [(f"2024-06-{day:02d}T10:00:00Z", f"deploy target talk number {day}", "ok") for day in range(1, 29)]
+    memory.ingest([chat(tmp_path / "d.jsonl", ("2024-01-05T10:00:00Z", "deploy target is fly.io", "noted"), *later)],
+                  IngestOptions())
+    assert said(memory.recall("deploy target", as_of="2024-02-01", limit=1)) == ["User: deploy target is fly.io"]
+    window = said(memory.recall("deploy target", since="2024-06-10", until="2024-06-12", limit=10))
+    assert window == ["User: deploy target talk number 10", "User: deploy target talk number 11"] or \
+        sorted(window) == ["User: deploy target talk number 10", "User: deploy target talk number 11"]
+    with pytest.raises(BadInput, match="since"):
+        memory.recall("deploy", since="2024-06-12", until="2024-06-10")
+
+
+def test_an_undone_episode_is_found_only_as_known_before_its_undo(frontend, clock):
+    (vite,) = [e.id for e in frontend.episodes() if "let's do vite" in frontend.show(e.id).content]
+    before_undo = frontend.now()
+    clock.advance(seconds=5)
+    frontend.undo([vite], apply=True)
+    ids = lambda **when: [r.episode_id for r in frontend.recall("let's do vite", kind="episode", **when).results]  # noqa: E731
+    assert vite not in ids()
+    assert vite in ids(known_at=before_undo, as_of="2024-12-31")
+    clock.advance(seconds=5)
+    frontend.undo([frontend.operations()[-1].id], apply=True)  # undo the undo: held again from now on
+    assert vite in ids()
+
+
+def test_a_purge_leaves_no_copy_of_the_text_in_the_file(tmp_path, clock):
+    memory = Memory.open(tmp_path / "m.db", clock)
+    memory.ingest([chat(tmp_path / "s.jsonl", ("2024-03-01T10:00:00Z", "the codename is zebracornflakes", "ok"),
+                        ("2024-03-02T10:00:00Z", "unrelated", "fine"))], IngestOptions())
+    (episode,) = [r.episode_id for r in memory.recall("zebracornflakes").results]
+    clock.advance(seconds=1)
+    memory.undo([episode], apply=True, purge=True)
+    assert memory.recall("zebracornflakes").results == []
+    memory.close()
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("m.db*"))
+    assert b"zebracornflakes" not in raw and b"unrelated" in raw
+    with sqlite3.connect(tmp_path / "m.db") as conn:
+        conn.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('integrity-check')")
+
+
+def test_each_ranker_alone(memory, tmp_path):
+    memory.ingest([FIXTURE], IngestOptions())
+    db, window = memory.db, Window(as_of="2024-03-01T00:00:00.000000Z")
+    query = parse("which database does billing use")
+    facts = FactText().rank(db, query, window, 10)
+    assert facts and all(kind == "fact" for kind, _ in facts)
+    assert all(kind == "episode" for kind, _ in EpisodeText().rank(db, query, window, 10))
+    # The graph finds the facts about billing, though "tell me about" matches no text.
+    about = EntityGraph().rank(db, parse("tell me about billing"), window, 10)
+    assert FactText().rank(db, parse("tell me about billing"), window, 10) != about
+    objects = {memory.db.execute("SELECT o.name FROM facts f JOIN entities o ON o.id = f.object_id WHERE f.id = ?",
+                                 [fact_id]).fetchone()[0] for _, fact_id in about}
+    assert "MySQL" in objects
+
+
+def test_rrf_and_a_fact_taking_in_its_episodes():
+    scores = rrf([[("fact", 1), ("episode", "a")], [("episode", "a"), ("episode", "b")]])
+    assert scores[("episode", "a")] == pytest.approx(1 / 62 + 1 / 61)
+    merged = reinforce(scores, {1: ["a"]})
+    assert ("episode", "a") not in merged and merged[("fact", 1)] == pytest.approx(1 / 61 + 1 / 62 + 1 / 61)
+    assert merged[("episode", "b")] == scores[("episode", "b")]
+
+
+def test_a_fact_and_the_episode_it_came_from_fill_one_place(memory, tmp_path):
+    write_jsonl(tmp_path / "f.jsonl", [{"reference_time": "2024-01-01", "content": "billing moved to Postgres",
+                                        "facts": [{"subject": "billing", "predicate": "uses", "object": "Postgres"}]}])
+    memory.ingest([tmp_path / "f.jsonl"], IngestOptions())
+    results = memory.recall("billing postgres").results
+    assert [r.kind for r in results] == ["fact"] and len(results[0].episodes) == 1
+
+
+def test_recall_json_and_table_on_the_command_line(cli, tmp_path):
+    chat(tmp_path / "c.jsonl", ("2024-03-01T10:00:00Z", "ok, fine, let's do vite", "Done."))
+    assert cli("ingest", tmp_path / "c.jsonl", "--extractor", "rules").code == 0
+    found = cli("recall", "what did we decide about vite", "--json").json()["results"]
+    assert found[0]["kind"] == "episode" and "vite" in found[0]["text"]
+    assert cli("recall", "vite", "--kind", "fact", "--json").json()["results"] == []
+    table = cli("recall", "vite")
+    assert table.code == 0 and "let's do" in table.out and "said" in table.out
+    run = cli("recall", "vite", "--kind", "nonsense")
+    assert run.code == 2 and "--kind" in run.err
+
+
+def test_facts_lists_without_a_question(cli):
+    assert cli("ingest", FIXTURE).code == 0
+    now = cli("facts", "--subject", "billing", "--json").json()
+    assert {f["object"] for f in now} >= {"Postgres"} and all(f["subject"].lower() == "billing" for f in now)
+    then = cli("facts", "--subject", "Billing", "--predicate", "primary database", "--as-of", "2024-03-01", "--json")
+    assert [f["object"] for f in then.json()] == ["MySQL"]
+    every = cli("facts", "--subject", "billing", "--predicate", "primary_database", "--history", "--json").json()
+    assert [f["object"] for f in every] == ["MySQL", "Postgres"]
+    assert cli("facts").code == 0
+
+
+def test_library_recall_takes_the_rankers_it_is_given(frontend):
+    result = recall(frontend.db, "vite", now=frontend.now(), rankers=(EpisodeText(),))
+    assert result.results and all(r.kind == "episode" for r in result.results)
