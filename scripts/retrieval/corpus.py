@@ -35,7 +35,6 @@ from pathlib import Path
 
 START = datetime(2023, 7, 1, tzinfo=UTC)
 END = datetime(2025, 7, 1, tzinfo=UTC)
-SESSION_SPAN = timedelta(hours=3)  # longer than any session: at most 9 turns of at most 16 minutes
 
 PROJECTS = ["-Users-sam-work-platform", "-Users-sam-work-billing-api", "-Users-sam-work-dashboard",
             "-Users-sam-work-data-pipeline", "-Users-sam-notes"]
@@ -380,14 +379,16 @@ def stamp(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
 
 
-def write_session(root: Path, rng: random.Random, started: datetime, turns: list[Turn]) -> None:
-    """One Claude Code session file: a user line and an assistant line per turn."""
+def write_session(root: Path, rng: random.Random, started: datetime, turns: list[Turn]) -> datetime:
+    """One Claude Code session file, a user line and an assistant line per turn; returns
+    the time of its last turn."""
     project = rng.choice(PROJECTS)
     session = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     relpath = f"{project}/{session}.jsonl"
     common = {"isSidechain": False, "userType": "external", "cwd": "/" + project.strip("-").replace("-", "/"),
               "sessionId": session, "version": "1.0.43"}
-    lines, parent, at = [], None, started
+    lines: list[dict] = []
+    parent, at = None, started
     for turn in turns:
         at += timedelta(minutes=rng.randint(2, 15), seconds=rng.randint(0, 59))
         asked, answered = (str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(2))
@@ -404,6 +405,7 @@ def write_session(root: Path, rng: random.Random, started: datetime, turns: list
     path = root / relpath
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return at
 
 
 def months_within(start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
@@ -452,16 +454,16 @@ def write_corpus(root: Path, seed: int = 0, sessions: int = 320) -> list[dict]:
     rng = random.Random(seed)
     span = int((END - START).total_seconds())
     starts = sorted(START + timedelta(seconds=rng.randrange(span)) for _ in range(sessions))
-    for index in range(1, len(starts)):  # sessions never overlap, so turns keep the order they were planned in
-        starts[index] = max(starts[index], starts[index - 1] + SESSION_SPAN)
     plans: list[list[Turn]] = [[] for _ in starts]
     facts = slots(rng)
     for slot, values in facts:
         place(slot, values, rng, plans)
+    ended = START
     for started, plan in zip(starts, plans):
         turns = plan + [Turn(*chatter(rng)) for _ in range(rng.randint(3, 7))]
         rng.shuffle(turns)
-        write_session(root, rng, started, turns)
+        # Sessions never overlap, so a fact's turns come in the order they were planned in.
+        ended = write_session(root, rng, max(started, ended), turns)
     return [asked for slot, _ in facts for asked in ask(slot, rng)]
 
 
