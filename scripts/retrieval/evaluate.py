@@ -2,8 +2,9 @@
 and the bare FTS5 baseline a peer would use over the same stored text.
 
 A question's evidence is a list of (file path relative to the data's root, position):
-the position memctl gives the episode (the line or record number of its user message),
-so the labels survive a re-ingest, where episode ids of some formats would not.
+the position memctl gives the episode (the line or record number of its user message).
+Episode ids hang on more (the absolute path, for some formats the text as redacted), so
+labels are kept in this form and turned into ids after each ingest.
 """
 
 from __future__ import annotations
