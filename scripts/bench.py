@@ -187,7 +187,7 @@ def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float =
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     class Cache(dict):
-        def put(self, key, text):
+        def put(self, key, text, episode_id):
             self[key] = text
 
     now = datetime(2026, 11, 21, tzinfo=UTC)
