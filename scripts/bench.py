@@ -4,6 +4,7 @@
     python scripts/bench.py --parse [--parse-mb 200]     # parsing only: MB/s and peak memory
     python scripts/bench.py --extract                    # LLM extraction against a local fake server
     python scripts/bench.py --repair                     # repair over 1M assertions, 100k damaged
+    python scripts/bench.py --retrieval [--speed-n 100000]  # recall@10 vs bare FTS5, and recall speed
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -27,6 +28,9 @@ import time
 import unittest.mock
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+# This checkout's memctl, not whichever one is installed (an editable install points elsewhere).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
@@ -129,7 +133,9 @@ def timed(call) -> float:
     return time.perf_counter() - began
 
 
-REALDATA_CLAUDE = Path(__file__).resolve().parents[1].parent / "shared/realdata/daaain-claude-code-log/real_projects"
+REPO = Path(__file__).resolve().parents[1]
+REALDATA = REPO.parent / "shared/realdata"
+REALDATA_CLAUDE = REALDATA / "daaain-claude-code-log/real_projects"
 
 
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -176,13 +182,12 @@ def parse_benchmark(total_mb: int) -> dict:
 
 def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float = 0.3) -> dict:
     """The LLM extractor against the local fake server with ``latency`` s per call."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from memctl.extract import Request
     from memctl.extract.llm import LLMExtractor, make_client
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     class Cache(dict):
-        def put(self, key, text):
+        def put(self, key, text, episode_id):
             self[key] = text
 
     now = datetime(2026, 11, 21, tzinfo=UTC)
@@ -270,6 +275,154 @@ def repair_benchmark(total: int = 1_000_000, affected: int = 100_000) -> dict:
             "repair_targets": {"dry_run_s_max": 5, "apply_s_max": 10}}
 
 
+QUESTIONS = Path(__file__).resolve().parent / "retrieval/realdata_questions.jsonl"
+RETRIEVAL_TARGETS = {"recall_ratio_min": 1.3, "process_ratio_max": 2}
+# The bare process a peer would run: the same quoted-words query, straight into FTS5.
+BARE_FTS = """import re, sqlite3, sys
+words = dict.fromkeys(re.findall(r"\\w+", sys.argv[2].lower()))
+expression = " OR ".join('"%s"' % word for word in words)
+db = sqlite3.connect(sys.argv[1])
+print(db.execute("SELECT id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT 10", [expression]).fetchall())
+"""
+
+
+def retrieval_quality(name: str, db_path: Path, root: Path, paths: list[Path], questions: list) -> dict:
+    """recall@10 of memctl and of bare FTS5 over the same stored episodes."""
+    from retrieval import evaluate
+
+    memory = Memory.open(db_path)
+    log(f"{name}: ingesting {root}")
+    evaluate.ingest(memory, paths)
+    evidence = evaluate.evidence_ids(memory, root.resolve(), questions)
+    baseline = evaluate.Baseline(evaluate.stored_texts(memory))
+    log(f"{name}: {len(questions)} questions, memctl then the baseline")
+    mine = evaluate.evaluate(questions, evidence, lambda question: evaluate.memctl_search(memory, question))
+    bare = evaluate.evaluate(questions, evidence, baseline.search)
+    episodes = memory.stats().episodes
+    baseline.close()
+    memory.close()
+    bare_recall = bare["recall_at_10"]
+    return {"questions": len(questions), "evidence": sum(map(len, evidence)), "episodes": episodes,
+            "memctl": mine, "baseline": bare,
+            "recall_ratio": round(mine["recall_at_10"] / bare_recall, 3) if bare_recall else None,
+            # What a memctl finding all the evidence would reach: where the baseline already
+            # finds nearly all of it, no ratio target can be met on the set.
+            "recall_ratio_ceiling": round(1 / bare_recall, 3) if bare_recall else None}
+
+
+def retrieval_benchmark(args: argparse.Namespace) -> dict:
+    """Retrieval quality on the real logs and on the generated corpus, then recall speed."""
+    from retrieval import corpus, evaluate
+
+    result: dict = {"recall_hybrid": evaluate.hybrid()}
+    with tempfile.TemporaryDirectory(prefix="memctl-retrieval-") as tmp:
+        generated = Path(tmp) / "corpus"
+        log(f"writing the generated corpus: {args.corpus_sessions} sessions, seed {args.seed}")
+        sets = {
+            # The folders of logs; the README beside them is not a session.
+            "realdata": (args.realdata, sorted(p for p in args.realdata.iterdir() if p.is_dir()),
+                         evaluate.load_questions(QUESTIONS)),
+            "generated": (generated, [generated],
+                          evaluate.questions_from(corpus.write_corpus(generated, args.seed, args.corpus_sessions))),
+        }
+        for name, (root, paths, questions) in sets.items():
+            result[name] = retrieval_quality(name, Path(tmp) / f"{name}.db", root, paths, questions)
+            result[f"{name}_recall_ratio"] = result[name]["recall_ratio"]
+    if args.speed_n:
+        result["speed"] = speed_benchmark(args.speed_n, args.process_runs, args.seed)
+    result["retrieval_targets"] = RETRIEVAL_TARGETS
+    return result
+
+
+def chat_episodes(rng: random.Random, count: int) -> list[Episode]:
+    """Turns of chatter dated over the span: text episodes with nothing extracted."""
+    from retrieval import corpus
+
+    episodes = []
+    for position in range(count):
+        content = "User: {}\n\nAssistant: {}".format(*corpus.chatter(rng))
+        episodes.append(Episode(source="bench://chat", position=position, format="jsonl", content=content,
+                                content_hash=content_hash(content),
+                                reference_time=to_storage(START + timedelta(seconds=rng.randrange(SPAN_S))),
+                                reference_time_source="record", extraction="done"))
+    return episodes
+
+
+def speed_benchmark(n: int, runs: int, seed: int) -> dict:
+    """Recall at n assertions' facts plus n text episodes: in process, and as a whole
+    command beside a bare FTS5 process over the same text; then what the episode text
+    index costs ingest."""
+    from retrieval import corpus, evaluate
+
+    rng = random.Random(seed)
+    log(f"speed: generating {n} assertions and {n} text episodes")
+    facts, texts = generate(rng, n, max(100, n // 10)), chat_episodes(rng, n)
+    _ = [episode.id for episode in (*facts, *texts)]  # hashed here once, not inside the timed ingests
+    picks = [a for e in rng.sample(facts, 100) for a in e.assertions[:1]]
+    queries = [q for a in picks for q in (PREDICATES[a.predicate][3].format(a.subject), corpus.any_question(rng))]
+    with tempfile.TemporaryDirectory(prefix="memctl-speed-") as tmp:
+        path, bare = Path(tmp) / "speed.db", Path(tmp) / "bare.db"
+        memory = Memory.open(path)
+        log(f"speed: ingesting {len(facts)} fact episodes and {len(texts)} text episodes")
+        memory.ingest_episodes(progress(facts, every=20_000))
+        memory.ingest_episodes(progress(texts, every=20_000))
+        stats = memory.stats()
+        log(f"speed: {len(queries)} recalls in process")
+        samples = [timed(lambda q=q: memory.recall(q, limit=10)) for q in queries]
+        evaluate.Baseline(evaluate.stored_texts(memory), bare).close()
+        memory.close()
+        result: dict = {"assertions": stats.assertions, "fact_versions": stats.fact_versions,
+                        "episodes": stats.episodes}
+        result["recall_p50_ms"], result["recall_p95_ms"] = percentiles(samples)
+        result.update(process_timings(path, bare, queries[:runs]))
+    result.update(index_cost(texts))
+    return result
+
+
+def process_timings(db: Path, bare: Path, queries: list[str]) -> dict:
+    """Median wall time of whole `memctl recall --json` processes and of bare FTS5 ones."""
+    def run(command: list[str]) -> float:
+        # From the repository, so `-m memctl` runs this checkout's code.
+        return timed(lambda: subprocess.run(command, cwd=REPO, check=True, capture_output=True))
+
+    recall = [sys.executable, "-m", "memctl", "--db", str(db), "recall"]
+    log(f"speed: {len(queries)} runs of each process, after one untimed run of each")
+    run([*recall, queries[0], "--json"])
+    run([sys.executable, "-c", BARE_FTS, str(bare), queries[0]])
+    mine, plain = [], []
+    for query in queries:
+        mine.append(run([*recall, query, "--json"]))
+        plain.append(run([sys.executable, "-c", BARE_FTS, str(bare), query]))
+    mine_ms, plain_ms = statistics.median(mine) * 1000, statistics.median(plain) * 1000
+    return {"process_runs": len(queries), "process_memctl_median_ms": round(mine_ms, 1),
+            "process_bare_fts_median_ms": round(plain_ms, 1), "process_ratio": round(mine_ms / plain_ms, 2)}
+
+
+def index_cost(episodes: list[Episode]) -> dict:
+    """Ingest of the same text episodes with the episode text index kept up, and with its
+    maintenance patched to a no-op."""
+    import memctl.store.episodes
+
+    if not hasattr(memctl.store.episodes, "index_texts"):
+        return {"index_cost": "skipped: memctl.store.episodes.index_texts does not exist here (no episode text index)"}
+    log(f"speed: ingesting {len(episodes)} text episodes with the index, then without")
+    with_index = ingest_rate(episodes)
+    with unittest.mock.patch("memctl.store.episodes.index_texts", lambda *args, **kwargs: None):
+        without_index = ingest_rate(episodes)
+    return {"ingest_episodes_per_s_with_index": round(with_index, 1),
+            "ingest_episodes_per_s_without_index": round(without_index, 1),
+            "index_ingest_slowdown": round(without_index / with_index, 3)}
+
+
+def ingest_rate(episodes: list[Episode]) -> float:
+    """Episodes per second stored into a fresh database."""
+    with tempfile.TemporaryDirectory(prefix="memctl-index-") as tmp:
+        memory = Memory.open(Path(tmp) / "ingest.db")
+        seconds = timed(lambda: memory.ingest_episodes(episodes))
+        memory.close()
+    return len(episodes) / seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parse", action="store_true", help="only the parse benchmark (real Claude Code sample)")
@@ -277,6 +430,13 @@ def main() -> None:
     parser.add_argument("--parse-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--extract", action="store_true", help="only the LLM extraction benchmark (local fake server)")
     parser.add_argument("--repair", action="store_true", help="only the repair benchmark (1M assertions, 100k damaged)")
+    parser.add_argument("--retrieval", action="store_true",
+                        help="only retrieval: recall@10 against bare FTS5 on real and generated logs, and recall speed")
+    parser.add_argument("--realdata", type=Path, default=REALDATA, help="the real logs the labelled questions are about")
+    parser.add_argument("--corpus-sessions", type=int, default=320, help="sessions in the generated corpus")
+    parser.add_argument("--speed-n", type=int, default=100_000,
+                        help="retrieval speed at this many assertions plus as many text episodes (0: skip)")
+    parser.add_argument("--process-runs", type=int, default=10, help="runs of each whole process timed")
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -293,6 +453,9 @@ def main() -> None:
         return
     if args.repair:
         print(json.dumps(repair_benchmark()))
+        return
+    if args.retrieval:
+        print(json.dumps(retrieval_benchmark(args)))
         return
     if args.db is not None and args.db.exists():
         parser.error(f"{args.db} already exists; the benchmark needs a fresh database")
