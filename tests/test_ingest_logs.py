@@ -143,7 +143,8 @@ def test_a_turn_read_again_after_its_reply_grew_takes_the_new_reading_and_undo_g
     assert (second["revised"], second["added"], second["assertions"]) == (1, 0, 2)  # the whole turn, extracted again
     (episode,) = cli("episodes", "--json").json()
     assert "Billing uses Postgres" in cli("show", episode["id"], "--json").json()["content"]
-    assert sorted(r["object"] for r in cli("recall", "--kind", "fact", "billing uses", "--json").json()["results"]) == ["MySQL", "Postgres"]
+    found = cli("recall", "--kind", "fact", "billing uses", "--json").json()["results"]
+    assert sorted(r["object"] for r in found) == ["MySQL", "Postgres"]
     again = cli("ingest", session.parent, "--extractor", "rules", "--json").json()
     assert (again["revised"], again["already_present"], again["assertions"]) == (0, 2, 0)
     # The shorter copy alone is not a new reading either.
