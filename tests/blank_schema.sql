@@ -45,6 +45,10 @@ CREATE TABLE episode_spans (
             held_until TEXT,
             PRIMARY KEY (episode_id, held_from)
         ) WITHOUT ROWID;
+CREATE TABLE episode_texts (
+            text_id INTEGER PRIMARY KEY,
+            episode_id TEXT NOT NULL UNIQUE REFERENCES episodes(id)
+        );
 CREATE TABLE episodes (
             id TEXT PRIMARY KEY,           -- ep_ + hash of source, position, content
             source TEXT NOT NULL,

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from memctl import times
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
-from memctl.store.episode_index import text_rowid
 from tests.conftest import FakeClock, current_facts
 
 # Few names and instants, so slots overlap, values return and times tie.
@@ -86,8 +85,11 @@ def assert_episode_index_is_exact(memory: Memory) -> None:
     is held (an open span) exactly when it is active."""
     db = memory.db
     db.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('integrity-check')")
-    assert dict(db.execute("SELECT rowid, content FROM episodes_fts").fetchall()) == {
-        text_rowid(episode_id): content for episode_id, content in db.execute("SELECT id, content FROM episodes")}
+    assert sorted(db.execute("SELECT x.episode_id, t.content FROM episodes_fts t "
+                             "JOIN episode_texts x ON x.text_id = t.rowid").fetchall()) == sorted(
+        db.execute("SELECT id, content FROM episodes").fetchall())
+    assert db.execute("SELECT count(*) FROM episodes_fts").fetchone() == db.execute(
+        "SELECT count(*) FROM episode_texts").fetchone()
     held = [row[0] for row in db.execute("SELECT episode_id FROM episode_spans WHERE held_until IS NULL")]
     active = {row[0] for row in db.execute("SELECT id FROM episodes WHERE status = 'active'")}
     assert sorted(held) == sorted(active)

@@ -2,9 +2,10 @@
 held each episode.
 
 ``episodes_fts`` holds the text of every stored episode, active or undone, so that
-``recall --known-at`` can find one as it was before its undo; ``episode_spans`` says
-when each was held. Every write path that stores, revises, undoes, brings back or
-purges episodes calls these functions in its own transaction.
+``recall --known-at`` can find one as it was before its undo; ``episode_texts`` says
+which row holds whose text, and ``episode_spans`` when each episode was held. Every
+write path that stores, revises, undoes, brings back or purges episodes calls these
+functions in its own transaction.
 """
 
 from __future__ import annotations
@@ -15,33 +16,33 @@ from sqlite_utils import Database
 
 from memctl.store import in_chunks
 
-_SIGN = 1 << 63
-
-
-def text_rowid(episode_id: str) -> int:
-    """The episode id's 64 bits (``ep_`` + 16 hex digits) as SQLite's signed rowid."""
-    value = int(episode_id[3:], 16)
-    return value - (1 << 64) if value >= _SIGN else value
-
-
-def episode_id_of(rowid: int) -> str:
-    return f"ep_{rowid & 0xFFFF_FFFF_FFFF_FFFF:016x}"
-
 
 def index_texts(db: Database, texts: Iterable[tuple[str, str]], *, replacing: Iterable[str] = ()) -> None:
-    """Index (episode id, text) pairs; ``replacing``: the ids among them indexed before."""
+    """Index (episode id, text) pairs; ``replacing``: the ids among them indexed before.
+
+    New rows take the next numbers (we hold the write lock): FTS5 appends rows in
+    ascending order cheaply, and flushes its pending index whenever a smaller one comes.
+    """
     unindex_texts(db, list(replacing))
+    texts = list(texts)
+    first = db.execute("SELECT coalesce(max(text_id), 0) + 1 FROM episode_texts").fetchone()[0]
+    db.conn.executemany("INSERT INTO episode_texts (text_id, episode_id) VALUES (?, ?)",
+                        [(first + n, episode_id) for n, (episode_id, _) in enumerate(texts)])
     db.conn.executemany("INSERT INTO episodes_fts (rowid, content) VALUES (?, ?)",
-                        ((text_rowid(episode_id), text) for episode_id, text in texts))
+                        [(first + n, text) for n, (_, text) in enumerate(texts)])
 
 
 def unindex_texts(db: Database, episode_ids: list[str]) -> None:
-    db.conn.executemany("DELETE FROM episodes_fts WHERE rowid = ?", [(text_rowid(e),) for e in episode_ids])
+    for chunk, marks in in_chunks(episode_ids):
+        rows = [(row[0],) for row in db.execute(
+            f"SELECT text_id FROM episode_texts WHERE episode_id IN ({marks})", chunk)]
+        db.conn.executemany("DELETE FROM episodes_fts WHERE rowid = ?", rows)
+        db.conn.executemany("DELETE FROM episode_texts WHERE text_id = ?", rows)
 
 
 def forget_texts(db: Database, episode_ids: list[str]) -> None:
     """Purge: the episodes' text and spans go, and the index is merged into one segment
-    so that no earlier segment keeps their tokens (secure_delete zeroes the freed pages)."""
+    so that no earlier segment keeps their tokens (the caller zeroes freed pages)."""
     if not episode_ids:
         return
     unindex_texts(db, episode_ids)

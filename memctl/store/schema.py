@@ -269,17 +269,20 @@ def repair_near_miss_indexes(db: Database) -> None:
 
 @migrations(name="0008_episode_search")
 def episode_search(db: Database) -> None:
-    from memctl.store.episode_index import text_rowid
-
     _execute_each(
         db,
         """
-        -- What was said, searchable: each stored episode's (already redacted) text. Its
-        -- rowid is the episode id's 64 bits (memctl.store.episode_index.text_rowid), so it
-        -- needs no column of its own in episodes and survives a VACUUM; porter stems
-        -- ("decided" finds "decide"), as facts_fts does.
+        -- What was said, searchable: each stored episode's (already redacted) text,
+        -- stemmed by porter ("decided" finds "decide") as facts_fts is.
         CREATE VIRTUAL TABLE episodes_fts USING fts5(
             content, tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        -- Which row of episodes_fts holds which episode's text. Text rows are numbered in
+        -- the order they are written: FTS5 appends ascending rowids cheaply, and its own
+        -- rowids survive a VACUUM, which those of episodes (no integer key) may not.
+        CREATE TABLE episode_texts (
+            text_id INTEGER PRIMARY KEY,
+            episode_id TEXT NOT NULL UNIQUE REFERENCES episodes(id)
         );
 
         -- When memctl held each episode (transaction time): a span from each time it was
@@ -295,6 +298,10 @@ def episode_search(db: Database) -> None:
         -- Recall's window on what was said: by reference time.
         CREATE INDEX episodes_reference_time ON episodes(reference_time);
 
+        INSERT INTO episode_texts (episode_id) SELECT id FROM episodes ORDER BY reference_time, id;
+        INSERT INTO episodes_fts (rowid, content)
+        SELECT x.text_id, e.content FROM episode_texts x JOIN episodes e ON e.id = x.episode_id ORDER BY x.text_id;
+
         INSERT INTO episode_spans (episode_id, held_from, held_until)
         SELECT id, created_at, NULL FROM episodes WHERE status = 'active';
         -- An undone episode was held until the last undo that named it (or, if none can
@@ -306,6 +313,3 @@ def episode_search(db: Database) -> None:
         FROM episodes e WHERE e.status = 'undone';
         """
     )
-    db.conn.executemany("INSERT INTO episodes_fts (rowid, content) VALUES (?, ?)",
-                        ((text_rowid(episode_id), content)
-                         for episode_id, content in db.execute("SELECT id, content FROM episodes")))

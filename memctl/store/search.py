@@ -18,7 +18,6 @@ from sqlite_utils import Database
 
 from memctl.results import EpisodeHit, Fact
 from memctl.store import in_chunks
-from memctl.store.episode_index import episode_id_of, text_rowid
 from memctl.store.reads import attach_episodes, fact_status, time_window
 
 
@@ -82,7 +81,8 @@ def episodes_matching(db: Database, match: str, window: Window, limit: int) -> l
     """Episodes whose text matches the FTS5 expression, best BM25 first."""
     condition, params = episode_window("e", window)
     return [row[0] for row in db.execute(
-        f"""SELECT e.id FROM episodes_fts t CROSS JOIN episodes e ON e.id = 'ep_' || printf('%016x', t.rowid)
+        f"""SELECT e.id FROM episodes_fts t CROSS JOIN episode_texts x ON x.text_id = t.rowid
+                 CROSS JOIN episodes e ON e.id = x.episode_id
             WHERE episodes_fts MATCH ? AND {condition}
             ORDER BY bm25(episodes_fts), e.reference_time, e.id LIMIT ?""", [match, *params, limit]).fetchall()]
 
@@ -162,12 +162,12 @@ def episodes_by_id(db: Database, episode_ids: list[str], match: str) -> dict[str
                             f"WHERE id IN ({marks})", chunk):
             found[r[0]] = EpisodeHit(episode_id=r[0], source=r[1], position=r[2], format=r[3], reference_time=r[4],
                                      snippet=_opening(r[5]), text=r[5])
-    rowids = [text_rowid(episode_id) for episode_id in found]
-    for chunk, marks in in_chunks(rowids):
-        for rowid, snippet in db.execute(
-            f"""SELECT rowid, snippet(episodes_fts, 0, '**', '**', '…', {SNIPPET_WORDS}) FROM episodes_fts
-                WHERE episodes_fts MATCH ? AND rowid IN ({marks})""", [match, *chunk]):
-            found[episode_id_of(rowid)].snippet = snippet
+    for chunk, marks in in_chunks(list(found)):
+        for episode_id, snippet in db.execute(
+            f"""SELECT x.episode_id, snippet(episodes_fts, 0, '**', '**', '…', {SNIPPET_WORDS})
+                FROM episodes_fts JOIN episode_texts x ON x.text_id = episodes_fts.rowid
+                WHERE episodes_fts MATCH ? AND x.episode_id IN ({marks})""", [match, *chunk]):
+            found[episode_id].snippet = snippet
     return found
 
 
