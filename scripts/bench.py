@@ -32,8 +32,10 @@ from pathlib import Path
 # This checkout's memctl, not whichever one is installed (an editable install points elsewhere).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from memctl.extract import build_extractor
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
+from memctl.sources import IngestOptions
 from memctl.times import to_storage
 
 START = datetime(2022, 1, 1, tzinfo=UTC)
@@ -158,20 +160,25 @@ def parse_child(path: Path) -> None:
                       "skipped": skipped, "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
 
 
+def claude_code_log(path: Path, megabytes: int) -> Path:
+    """The real Claude Code sample, repeated to about ``megabytes``, each copy a distinct
+    session: otherwise repeated uuids are dropped early as a resumed session's repeats,
+    and reading looks faster than it is."""
+    sample = b"".join(p.read_bytes() for p in sorted(REALDATA_CLAUDE.rglob("*.jsonl")))
+    sample = b"\n".join(line for line in sample.splitlines() if line.strip()) + b"\n"
+    with open(path, "wb") as handle:
+        for copy in range(max(1, int(megabytes * 1e6 // len(sample)))):
+            handle.write(_UUID.sub(lambda m, c=copy: m.group(0)[:-6] + b"%06x" % c, sample))
+    return path
+
+
 def parse_benchmark(total_mb: int) -> dict:
     """The real Claude Code sample, repeated to ``total_mb`` and to a tenth of it, parsed
     in fresh processes: throughput, and peak memory that must not grow with the file."""
-    sample = b"".join(p.read_bytes() for p in sorted(REALDATA_CLAUDE.rglob("*.jsonl")))
-    sample = b"\n".join(line for line in sample.splitlines() if line.strip()) + b"\n"
     results = {}
     with tempfile.TemporaryDirectory(prefix="memctl-parse-") as tmp:
         for label, megabytes in (("small", max(1, total_mb // 10)), ("large", total_mb)):
-            path = Path(tmp) / f"{label}.jsonl"
-            with open(path, "wb") as handle:
-                for copy in range(max(1, int(megabytes * 1e6 // len(sample)))):
-                    # every copy a distinct session: otherwise repeated uuids are dropped
-                    # early as a resumed session's repeats, and parsing looks faster than it is
-                    handle.write(_UUID.sub(lambda m, c=copy: m.group(0)[:-6] + b"%06x" % c, sample))
+            path = claude_code_log(Path(tmp) / f"{label}.jsonl", megabytes)
             log(f"parsing {path.stat().st_size / 1e6:.0f} MB of Claude Code log")
             child = subprocess.run([sys.executable, __file__, "--parse-child", str(path)],
                                    capture_output=True, text=True, check=True)
@@ -399,28 +406,45 @@ def process_timings(db: Path, bare: Path, queries: list[str]) -> dict:
 
 
 def index_cost(episodes: list[Episode]) -> dict:
-    """Ingest of the same text episodes with the episode text index kept up, and with its
-    maintenance patched to a no-op."""
+    """What keeping the episode text index costs ingest: storing text episodes, and what a
+    user runs (a log read, extracted by the rules extractor, stored), each with the index
+    and with its maintenance patched to a no-op, alternating, medians of a few runs."""
     import memctl.store.episodes
 
     if not hasattr(memctl.store.episodes, "index_texts"):
         return {"index_cost": "skipped: memctl.store.episodes.index_texts does not exist here (no episode text index)"}
-    log(f"speed: ingesting {len(episodes)} text episodes with the index, then without")
-    with_index = ingest_rate(episodes)
-    with unittest.mock.patch("memctl.store.episodes.index_texts", lambda *args, **kwargs: None):
-        without_index = ingest_rate(episodes)
-    return {"ingest_episodes_per_s_with_index": round(with_index, 1),
-            "ingest_episodes_per_s_without_index": round(without_index, 1),
-            "index_ingest_slowdown": round(without_index / with_index, 3)}
+    result = {"index_cost_runs": INDEX_COST_RUNS}
+    with tempfile.TemporaryDirectory(prefix="memctl-log-") as tmp:
+        log_file = claude_code_log(Path(tmp) / "sessions.jsonl", LOG_MB)
+
+        def ingest_log(memory: Memory) -> None:
+            memory.ingest([log_file], IngestOptions(), extractor=build_extractor("rules", clock=memory.clock))
+
+        for label, ingest in (("store", lambda memory: memory.ingest_episodes(episodes)), ("log", ingest_log)):
+            log(f"speed: {label} with the index and without, {INDEX_COST_RUNS} times each")
+            with_index, without_index = [], []
+            for _ in range(INDEX_COST_RUNS):
+                with_index.append(ingest_seconds(ingest))
+                with unittest.mock.patch("memctl.store.episodes.index_texts", lambda *args, **kwargs: None):
+                    without_index.append(ingest_seconds(ingest))
+            with_s, without_s = statistics.median(with_index), statistics.median(without_index)
+            result.update({f"{label}_s_with_index": round(with_s, 3), f"{label}_s_without_index": round(without_s, 3),
+                           f"{label}_index_slowdown": round(with_s / without_s, 3)})
+    result.update(store_episodes=len(episodes), log_mb=LOG_MB)
+    return result
 
 
-def ingest_rate(episodes: list[Episode]) -> float:
-    """Episodes per second stored into a fresh database."""
+INDEX_COST_RUNS = 3
+LOG_MB = 20
+
+
+def ingest_seconds(ingest) -> float:
+    """Seconds ``ingest(memory)`` takes on a fresh database."""
     with tempfile.TemporaryDirectory(prefix="memctl-index-") as tmp:
         memory = Memory.open(Path(tmp) / "ingest.db")
-        seconds = timed(lambda: memory.ingest_episodes(episodes))
+        seconds = timed(lambda: ingest(memory))
         memory.close()
-    return len(episodes) / seconds
+    return seconds
 
 
 def main() -> None:

@@ -192,3 +192,16 @@ def test_facts_lists_without_a_question(cli):
 def test_library_recall_takes_the_rankers_it_is_given(frontend):
     result = recall(frontend.db, "vite", now=frontend.now(), rankers=(EpisodeText(),))
     assert result.results and all(r.kind == "episode" for r in result.results)
+
+
+def test_the_ranked_candidates_grow_until_the_window_has_enough(memory, tmp_path):
+    # The one text in the window is the worst match (long, one mention): with a limit of
+    # 1 the first four candidates are all outside the window, and the search goes deeper.
+    early = "deploy " + "unrelated words " * 200
+    later = [(f"2024-06-{day:02d}T10:00:00Z", f"deploy target deploy target {day}", "ok") for day in range(1, 29)]
+    memory.ingest([chat(tmp_path / "d.jsonl", ("2024-01-05T10:00:00Z", early, "noted"), *later)], IngestOptions())
+    from memctl.store import search
+
+    found = search.episodes_matching(memory.db, parse("deploy target").parts(),
+                                     Window(as_of="2024-02-01T00:00:00.000000Z"), 1)
+    assert len(found) == 1 and memory.show(found[0]).reference_time.startswith("2024-01-05")

@@ -41,12 +41,14 @@ class Query:
     terms: tuple[str, ...]  # the words that search: stop words left out unless nothing else is left
     phrases: tuple[tuple[str, ...], ...]  # quoted phrases, two words or more
 
+    def parts(self) -> list[str]:
+        """Each phrase and term as an FTS5 string: quoted, so FTS5 tokenizes (and stems)
+        it and reads no syntax in it; a phrase as one string, so it matches as a phrase."""
+        return ['"' + " ".join(phrase) + '"' for phrase in self.phrases] + [f'"{term}"' for term in self.terms]
+
     def match(self) -> str:
         """The FTS5 expression: any term or phrase may match, BM25 weighs the rarer ones."""
-        # A phrase goes as one quoted string, which FTS5 tokenizes (and stems) as a phrase.
-        parts = ['"' + " ".join(phrase) + '"' for phrase in self.phrases]
-        parts += [f'"{term}"' for term in self.terms]
-        return " OR ".join(parts)
+        return " OR ".join(self.parts())
 
     def name_keys(self) -> list[str]:
         """Every run of up to MAX_NAME_WORDS words: the entity names the question may hold.

@@ -33,7 +33,7 @@ class FactText:
     kinds = frozenset({"fact"})
 
     def rank(self, db: Database, query: Query, window: Window, limit: int) -> Sequence[Key]:
-        return [("fact", fact_id) for fact_id in search.facts_matching(db, query.match(), window, limit)]
+        return [("fact", fact_id) for fact_id in search.facts_matching(db, query.parts(), window, limit)]
 
 
 class EpisodeText:
@@ -43,7 +43,7 @@ class EpisodeText:
     kinds = frozenset({"episode"})
 
     def rank(self, db: Database, query: Query, window: Window, limit: int) -> Sequence[Key]:
-        return [("episode", episode_id) for episode_id in search.episodes_matching(db, query.match(), window, limit)]
+        return [("episode", episode_id) for episode_id in search.episodes_matching(db, query.parts(), window, limit)]
 
 
 class EntityGraph:

@@ -68,23 +68,61 @@ def episode_window(alias: str, window: Window) -> tuple[str, list]:
 # --- rankers -------------------------------------------------------------------------
 
 
-def facts_matching(db: Database, match: str, window: Window, limit: int) -> list[int]:
-    """Facts whose text or names match the FTS5 expression, best BM25 first."""
+def facts_matching(db: Database, parts: list[str], window: Window, limit: int) -> list[int]:
+    """Facts whose text or names match any of the FTS5 strings, best BM25 first."""
     condition, params = fact_window("f", window)
-    return [row[0] for row in db.execute(
-        f"""SELECT f.id FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
-            WHERE facts_fts MATCH ? AND {condition}
-            ORDER BY bm25(facts_fts), f.valid_at, f.id LIMIT ?""", [match, *params, limit]).fetchall()]
+    return _best_in_window(db, "facts_fts", parts, limit, lambda ranked, ranked_params: db.execute(
+        f"""SELECT f.id FROM ({ranked}) t CROSS JOIN facts f ON f.id = t.rowid
+            WHERE {condition} ORDER BY t.rank, f.valid_at, f.id LIMIT ?""", [*ranked_params, *params, limit]))
 
 
-def episodes_matching(db: Database, match: str, window: Window, limit: int) -> list[str]:
-    """Episodes whose text matches the FTS5 expression, best BM25 first."""
+def episodes_matching(db: Database, parts: list[str], window: Window, limit: int) -> list[str]:
+    """Episodes whose text matches any of the FTS5 strings, best BM25 first."""
     condition, params = episode_window("e", window)
-    return [row[0] for row in db.execute(
-        f"""SELECT e.id FROM episodes_fts t CROSS JOIN episode_texts x ON x.text_id = t.rowid
+    return _best_in_window(db, "episodes_fts", parts, limit, lambda ranked, ranked_params: db.execute(
+        f"""SELECT e.id FROM ({ranked}) t CROSS JOIN episode_texts x ON x.text_id = t.rowid
                  CROSS JOIN episodes e ON e.id = x.episode_id
-            WHERE episodes_fts MATCH ? AND {condition}
-            ORDER BY bm25(episodes_fts), e.reference_time, e.id LIMIT ?""", [match, *params, limit]).fetchall()]
+            WHERE {condition} ORDER BY t.rank, e.reference_time, e.id LIMIT ?""", [*ranked_params, *params, limit]))
+
+
+# A term in more than this share of the texts weighs little in BM25 (its idf is low);
+# when the rarer terms alone match enough texts, it is left out of the ranking query.
+COMMON_SHARE = 0.1
+
+
+def _best_in_window(db: Database, table: str, parts: list[str], limit: int, in_window) -> list:
+    """The best ``limit`` rows of ``table`` for ``parts`` that are in the window.
+
+    BM25 ranks in FTS5 alone first, without the joins the window needs; the best
+    candidates are then joined and filtered, more of them each time until ``limit`` are
+    in the window or every match was looked at. So the window still comes before the
+    limit, and a question matching tens of thousands of texts is not joined row by row.
+    """
+    parts = _without_common_terms(db, table, parts, limit)
+    match = " OR ".join(parts)
+    matches = None
+    candidates = 4 * limit
+    while True:
+        ranked = f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?"
+        found = [row[0] for row in in_window(ranked, [match, candidates])]
+        if len(found) >= limit:
+            return found
+        if matches is None:  # counted only when the window left too few
+            matches = db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", [match]).fetchone()[0]
+        if candidates >= matches:
+            return found
+        candidates *= 8
+
+
+def _without_common_terms(db: Database, table: str, parts: list[str], limit: int) -> list[str]:
+    """``parts`` without the common terms, when the rarer ones alone match enough texts."""
+    if len(parts) < 2:
+        return parts
+    total = db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0]
+    counts = {part: db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", [part]).fetchone()[0]
+              for part in parts}
+    rare = [part for part in parts if counts[part] <= COMMON_SHARE * total]
+    return rare if rare and sum(counts[part] for part in rare) >= 4 * limit else parts
 
 
 def entities_named(db: Database, name_keys: list[str]) -> list[int]:
