@@ -3,24 +3,18 @@
 A thin facade: each method takes a connection (``Connections``: one writer, a reader
 per thread) and hands it, with the clock, to the module that does the work:
 ``ingest``, ``undo``, ``retry``, ``repair``, ``recall`` and ``store.reads``. The CLI,
-the MCP server and tests all call these methods.
+the MCP server and tests all call these methods. Each imports its module when called:
+a process that only recalls never loads what ingest needs (pydantic, the readers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlite_utils import Database
-
-from memctl import ingest as ingest_module
-from memctl import names, repair, times
-from memctl import recall as recall_module
-from memctl import retry as retry_module
-from memctl import undo as undo_module
+from memctl import names, times
 from memctl.errors import NotFound
-from memctl.extract import Extractor
-from memctl.model import Episode
 from memctl.results import (
     EpisodeDetail,
     EpisodeSummary,
@@ -36,10 +30,16 @@ from memctl.results import (
     Stats,
     UndoPlan,
 )
-from memctl.sources import IngestOptions
 from memctl.store import BATCH_EPISODES, reads
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, Connections, system_clock
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from memctl.extract import Extractor
+    from memctl.model import Episode
+    from memctl.sources import IngestOptions
 
 
 class Memory:
@@ -68,6 +68,8 @@ class Memory:
     def ingest(self, paths: list[Path], options: IngestOptions, *, extractor: Extractor | None = None,
                batch_size: int = BATCH_EPISODES, on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
         """Ingest files and directories; episodes without assertions go through ``extractor``."""
+        from memctl import ingest as ingest_module
+
         with self.connections.writing() as db:
             return ingest_module.ingest(db, self.clock, paths, options, extractor=extractor, batch_size=batch_size,
                                         on_file=on_file)
@@ -75,6 +77,8 @@ class Memory:
     def ingest_episodes(self, episodes: Iterable[Episode], *, command: dict | None = None,
                         batch_size: int = BATCH_EPISODES, report: IngestReport | None = None) -> IngestReport:
         """Store episodes whose assertions are already made, as one ingest operation."""
+        from memctl import ingest as ingest_module
+
         with self.connections.writing() as db:
             return ingest_module.store_in_batches(db, self.clock, episodes, command=command, batch_size=batch_size,
                                                   report=report)
@@ -83,22 +87,30 @@ class Memory:
              purge: bool = False) -> UndoPlan:
         """Take episodes back out (``purge``: erase them for good), or put back what a repair,
         a retry or an undo changed. A preview unless ``apply``."""
+        from memctl import undo as undo_module
+
         with self.connections.writing() as db:
             return undo_module.undo(db, self.clock, targets, source=source, apply=apply, purge=purge)
 
     def retry(self, targets: list[str], extractor: Extractor, *, failed: bool = False,
               dry_run: bool = False) -> RetryResult:
         """Extract episodes again from their stored text and swap their assertions at once."""
+        from memctl import retry as retry_module
+
         with self.connections.writing() as db:
             return retry_module.retry(db, self.clock, targets, extractor, failed=failed, dry_run=dry_run)
 
     def repair_midnight_hallucinations(self, *, apply: bool = False) -> RepairResult:
         """``repair midnight-hallucinations``: a plan, or with ``apply`` one journaled change."""
+        from memctl import repair
+
         with self.connections.writing() as db:
             return repair.repair_midnight_hallucinations(db, self.clock, apply=apply)
 
     def rebuild(self) -> RebuildResult:
         """Recompute every fact from the assertions; on a healthy store this changes nothing."""
+        from memctl import repair
+
         with self.connections.writing() as db:
             return repair.rebuild(db, self.clock)
 
@@ -109,6 +121,8 @@ class Memory:
         """Facts and episodes matching ``query``, best first: facts true at ``as_of`` (default:
         now), episodes said by then and within ``since``/``until``, as known at ``known_at``.
         ``kind``: all, fact or episode."""
+        from memctl import recall as recall_module
+
         with self.connections.reading() as db:
             return recall_module.recall(db, query, now=self.now(), as_of=as_of, known_at=known_at, since=since,
                                         until=until, limit=limit, history=history, kind=kind)
@@ -117,6 +131,8 @@ class Memory:
               known_at: str | None = None, history: bool = False, limit: int | None = None) -> list[Fact]:
         """Facts without a question: true at ``as_of`` (default: now; every valid time with
         ``history``) as known at ``known_at``, of one subject or predicate if named."""
+        from memctl import recall as recall_module
+
         with self.connections.reading() as db:
             return recall_module.facts(db, now=self.now(), subject=subject, predicate=predicate, as_of=as_of,
                                        known_at=known_at, history=history, limit=limit)
@@ -129,8 +145,10 @@ class Memory:
 
     def show(self, target: str) -> EpisodeDetail:
         """One episode (by id or unique prefix) with its assertions and the facts it supports."""
+        from memctl.undo import episode_id
+
         with self.connections.reading() as db:
-            return reads.episode(db, undo_module.episode_id(db, target), self.now())
+            return reads.episode(db, episode_id(db, target), self.now())
 
     def history(self, entity: str) -> History:
         """Every slot of an entity, each with its facts over time."""

@@ -12,10 +12,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memctl.errors import BadInput
-from memctl.model import Assertion
+
+if TYPE_CHECKING:  # pydantic, which the model needs, is not for the recall path to import
+    from memctl.model import Assertion
 
 
 @dataclass(frozen=True)

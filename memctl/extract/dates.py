@@ -113,6 +113,17 @@ def ago(match: re.Match[str], reference: datetime) -> tuple[datetime, Precision]
 
 # -------------------------------------------------------------------- the invented midnight
 
+# Words that say when rather than what: in a question asked with a time window, the
+# window already holds them (recall leaves them out of what it searches for).
+_TIME_WORD = re.compile(r"^(?:(?:19|20)\d\d|q[1-4]|spring|summer|autumn|fall|winter|ago|last|week|month|year|"
+                        r"day|today|yesterday|weeks|months|years|days|early|late|mid)$")
+
+
+def is_time_word(word: str) -> bool:
+    """``word`` (lower case) names a time: a month, a year, a season, "ago"..."""
+    return word in MONTH_NUMBER or bool(_TIME_WORD.match(word))
+
+
 MIDNIGHT = "T00:00:00.000000Z"  # what follows the day in a stored instant at clean midnight UTC
 
 

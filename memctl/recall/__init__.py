@@ -51,7 +51,7 @@ def recall(db: Database, query: str, *, now: str, as_of: str | None = None, know
     effective_as_of = given["as_of"] or given["known_at"] or now
     window = Window(as_of=effective_as_of, known_at=given["known_at"], since=given["since"], until=given["until"],
                     history=history, as_of_given=given["as_of"] is not None)
-    parsed = parse(query)
+    parsed = parse(query, timed=any(given[name] for name in ("as_of", "since", "until")))
     wanted = {"fact", "episode"} if kind == "all" else {kind}
     depth = max(DEPTH, 3 * limit)
     rankings = [[key for key in ranker.rank(db, parsed, window, depth) if key[0] in wanted]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from memctl.errors import BadInput
+from memctl.extract.dates import is_time_word
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PHRASE = re.compile(r'"([^"]*)"')
@@ -65,8 +66,13 @@ class Query:
         return [key for key in keys if key]
 
 
-def parse(text: str) -> Query:
-    """``text`` as a Query; BadInput when it holds no word to search for."""
+def parse(text: str, *, timed: bool = False) -> Query:
+    """``text`` as a Query; BadInput when it holds no word to search for.
+
+    ``timed``: the question comes with a time window (``--as-of``, ``--since``,
+    ``--until``), so its words for that time ("back in May 2024") are the window's, and
+    do not search: they would find every text that mentions May.
+    """
     phrases: dict[tuple[str, ...], None] = {}
     for quoted in _PHRASE.findall(text):
         words = tuple(word.lower() for word in _WORD.findall(quoted))[:MAX_PHRASE_WORDS]
@@ -79,7 +85,7 @@ def parse(text: str) -> Query:
     loose = [word.lower() for word in _WORD.findall(_PHRASE.sub(lambda m: " " if len(_WORD.findall(m.group(1))) > 1
                                                                   else m.group(1), text))]
     distinct = list(dict.fromkeys(loose))
-    content = [word for word in distinct if word not in stop_words()]
+    content = [word for word in distinct if word not in stop_words() and not (timed and is_time_word(word))]
     kept_phrases = tuple(phrases)[:MAX_TERMS]
     terms = tuple((content or ([] if kept_phrases else distinct))[:max(MAX_TERMS - len(kept_phrases), 1)])
     return Query(text=text, words=words[:MAX_TERMS * MAX_NAME_WORDS], terms=terms, phrases=kept_phrases)
