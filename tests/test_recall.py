@@ -205,3 +205,18 @@ def test_the_ranked_candidates_grow_until_the_window_has_enough(memory, tmp_path
     found = search.episodes_matching(memory.db, parse("deploy target").parts(),
                                      Window(as_of="2024-02-01T00:00:00.000000Z"), 1)
     assert len(found) == 1 and memory.show(found[0]).reference_time.startswith("2024-01-05")
+
+
+def test_the_fact_rankers_apply_the_window_before_their_limit(memory, tmp_path):
+    # Forty services use Kafka from 2025 on; one used it in 2020 and stopped in 2021.
+    lines = [{"reference_time": "2020-01-01", "facts": [
+        {"subject": "old service", "predicate": "uses", "object": "Kafka", "invalid_at": "2021-01-01"}]}]
+    lines += [{"reference_time": f"2025-01-{n % 28 + 1:02d}", "facts": [
+        {"subject": f"service {n}", "predicate": "uses", "object": "Kafka"}]} for n in range(40)]
+    memory.ingest([write_jsonl(tmp_path / "k.jsonl", lines)], IngestOptions())
+    window = Window(as_of="2020-06-01T00:00:00.000000Z")
+    for ranker, question in ((FactText(), "who uses kafka"), (EntityGraph(), "kafka")):
+        (found,) = ranker.rank(memory.db, parse(question), window, 1)
+        subject = memory.db.execute("SELECT s.name FROM facts f JOIN entities s ON s.id = f.subject_id "
+                                    "WHERE f.id = ?", [found[1]]).fetchone()[0]
+        assert subject == "old service", ranker.name
