@@ -32,6 +32,12 @@ CREATE TABLE clock (
             id INTEGER PRIMARY KEY CHECK (id = 1),
             last_at TEXT NOT NULL
         );
+CREATE TABLE embeddings (
+            text_hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (text_hash, model)
+        );
 CREATE TABLE entities (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL,            -- as first written, in valid-time order
@@ -73,6 +79,10 @@ CREATE TABLE fact_provenance (
             episode_id TEXT NOT NULL REFERENCES episodes(id),
             PRIMARY KEY (fact_id, assertion_id)
         ) WITHOUT ROWID;
+CREATE TABLE fact_text_hashes (
+            fact_id INTEGER PRIMARY KEY REFERENCES facts(id),
+            text_hash TEXT NOT NULL
+        );
 CREATE TABLE facts (
             id INTEGER PRIMARY KEY,
             subject_id INTEGER NOT NULL REFERENCES entities(id),
