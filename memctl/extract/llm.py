@@ -278,7 +278,7 @@ def call_with_retries(create: Callable[[], T], retries: Retries, *, client: Any,
     """
     import openai  # already imported by make_client; cheap here
 
-    where = str(getattr(client, "base_url", "")) or "(default endpoint)"
+    where = endpoint_of(client)
     attempt = 0
     while True:
         try:
@@ -323,6 +323,10 @@ def call_with_retries(create: Callable[[], T], retries: Retries, *, client: Any,
         except openai.OpenAIError as error:
             raise CallFailed(f"the model call failed: {_short(error)}") from None
         attempt += 1
+
+
+def endpoint_of(client: Any) -> str:
+    return str(getattr(client, "base_url", "")) or "(default endpoint)"
 
 
 def _short(text: object, limit: int = 200) -> str:
