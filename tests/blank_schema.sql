@@ -159,6 +159,7 @@ CREATE INDEX assertions_valid_midnight ON assertions(extracted_at, valid_at)
             WHERE expired_at IS NULL AND substr(valid_at, 11) = 'T00:00:00.000000Z';
 CREATE INDEX assertions_valid_on_extraction_day ON assertions(valid_at)
             WHERE expired_at IS NULL AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
+CREATE INDEX embeddings_model ON embeddings(model);
 CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');
 CREATE INDEX episodes_operation ON episodes(operation_id);
 CREATE INDEX episodes_reference_time ON episodes(reference_time);

@@ -6,9 +6,10 @@ only here, so plain recall and ``memctl --help`` never load it. The vectors are 
 ``memctl.embeddings.embed_new`` stored.
 
 The window is applied in SQL to every fact and episode before any ranking
-(``store.embeddings.vectors_in_window``), so a limit never cuts away what was true, or
-said, in the window. Cosine similarity is one matrix product over each chunk of rows;
-only what shares some direction with the question (cosine above 0) is ranked.
+(``store.embeddings.texts_in_window``), so a limit never cuts away what was true, or
+said, in the window. The vectors, stored at length 1, are read in chunks, and the cosines
+of those in the window are one matrix product per chunk; only what shares some
+direction with the question (cosine above 0) is ranked.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from memctl.errors import MissingExtra
 from memctl.recall.fusion import Key
 from memctl.recall.query import Query
 from memctl.redact import redact
+from memctl.store import collector_paused
 from memctl.store import embeddings as store
 from memctl.store.search import Window
 
@@ -52,28 +54,33 @@ class VectorRanker:
 
         # The question goes to a model: secrets are taken out first, as from stored text.
         question = self._question(redact(query.text)[0])
-        length = float(np.linalg.norm(question))
-        if length == 0.0:
+        if not question.any():
             return []
-        keys: list[Key] = []
+        hashes: list[str] = []
         parts: list[np.ndarray] = []
-        for rows in store.vectors_in_window(db, self.embedder.model, window, question.nbytes):
-            matrix = np.frombuffer(b"".join(vector for _, vector in rows), dtype=store.DTYPE).reshape(len(rows), -1)
-            lengths = np.linalg.norm(matrix, axis=1)
-            parts.append((matrix @ question) / (np.maximum(lengths, np.finfo(np.float32).tiny) * length))
-            keys += [key for key, _ in rows]
-        if not keys:
+        with collector_paused():  # a row or two per text, and no cycles among them
+            wanted = store.texts_in_window(db, window)
+            for rows in store.vectors(db, self.embedder.model, question.nbytes):
+                kept = [row for row in rows if row[0] in wanted]
+                if kept:
+                    matrix = np.frombuffer(b"".join(vector for _, vector in kept), dtype=store.DTYPE)
+                    parts.append(matrix.reshape(len(kept), -1) @ question)  # stored at length 1: the cosines
+                    hashes += [text_hash for text_hash, _ in kept]
+        if not hashes:
             return []
         scores = np.concatenate(parts)
-        # The limit-th best score, then every item at least as close, so that ties at the
-        # edge are broken the same way on every run: by kind and id.
+        # The texts of the best ``limit`` scores hold at least ``limit`` items; every text
+        # as close as the last of them comes too, so ties at the edge are broken the same
+        # way on every run: by kind and id.
         cut = len(scores) - min(limit, len(scores))
-        edge = np.partition(scores, cut)[cut]
-        chosen = np.flatnonzero((scores >= edge) & (scores > 0)).tolist()
-        best = sorted(chosen, key=lambda i: (-float(scores[i]), keys[i][0], str(keys[i][1])))
-        return [keys[i] for i in best[:limit]]
+        edge = scores[np.argpartition(scores, cut)[cut]]
+        found = [(-float(scores[i]), kind, str(item_id), (kind, item_id))
+                 for i in np.flatnonzero((scores >= edge) & (scores > 0)).tolist() for kind, item_id in wanted[hashes[i]]]
+        return [key for *_, key in sorted(found)[:limit]]
 
     def _embed(self, text: str) -> np.ndarray:
         import numpy as np
 
-        return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+        vector = np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+        length = np.linalg.norm(vector)
+        return vector / length if length else vector

@@ -3,12 +3,13 @@
 A vector is kept once per (text hash, model): an episode's under its ``content_hash``,
 a fact version's under the hash of its sentence (``fact_text_hashes``), so a text
 embedded once serves every episode and every fact version that says it. Vectors are
-float32, little-endian (``DTYPE`` for numpy), as the model gave them: the ranker
-normalises.
+float32, little-endian (``DTYPE`` for numpy), scaled to length 1 when stored, so that a
+cosine is one dot product.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,7 +26,9 @@ Item = tuple[str, str | int]
 
 
 def pack(vector: Sequence[float]) -> bytes:
-    values = array("f", vector)
+    """The vector at length 1 (a zero vector stays zero: it is near nothing), as stored."""
+    length = math.hypot(*vector)
+    values = array("f", [value / length for value in vector] if length else vector)
     if sys.byteorder == "big":
         values.byteswap()
     return values.tobytes()
@@ -88,25 +91,28 @@ def put_vectors(db: Database, model: str, rows: Iterable[tuple[str, Sequence[flo
 # --- what the ranker reads ----------------------------------------------------------------
 
 
-def vectors_in_window(db: Database, model: str, window: Window, size: int,
-                      chunk: int = 8192) -> Iterator[list[tuple[Item, bytes]]]:
-    """The vectors of ``size`` bytes from ``model`` of every fact and episode in the
-    window, in chunks of rows: the whole window, so that no limit comes before the
-    ranking. Vectors of another size (the model's dimensions changed) are left out."""
+def texts_in_window(db: Database, window: Window) -> dict[str, list[Item]]:
+    """Every fact and episode in the window, by the hash of its text."""
     facts, fact_params = fact_window("f", window)
     episodes, episode_params = episode_window("e", window)
-    queries = [
-        (f"""SELECT 'fact', f.id, v.vector FROM facts f JOIN fact_text_hashes h ON h.fact_id = f.id
-             JOIN embeddings v ON v.text_hash = h.text_hash AND v.model = ?
-             WHERE {facts} AND length(v.vector) = ?""", [model, *fact_params, size]),
-        (f"""SELECT 'episode', e.id, v.vector FROM episodes e
-             JOIN embeddings v ON v.text_hash = e.content_hash AND v.model = ?
-             WHERE {episodes} AND length(v.vector) = ?""", [model, *episode_params, size]),
-    ]
-    for sql, params in queries:
-        cursor = db.execute(sql, params)
-        while rows := cursor.fetchmany(chunk):
-            yield [((kind, item_id), vector) for kind, item_id, vector in rows]
+    found: dict[str, list[Item]] = {}
+    for kind, item_id, text_hash in db.execute(
+            f"""SELECT 'fact', f.id, h.text_hash FROM facts f JOIN fact_text_hashes h ON h.fact_id = f.id WHERE {facts}
+                UNION ALL
+                SELECT 'episode', e.id, e.content_hash FROM episodes e WHERE {episodes}""",
+            [*fact_params, *episode_params]):
+        found.setdefault(text_hash, []).append((kind, item_id))
+    return found
+
+
+def vectors(db: Database, model: str, size: int, chunk: int = 8192) -> Iterator[list[tuple[str, bytes]]]:
+    """(text hash, vector) of every vector of ``size`` bytes from ``model``, in chunks of
+    rows. Read in storage order: looking up each text's vector in turn reads the file
+    at random, four times slower at 100k texts. Vectors of another size (the model's
+    dimensions changed) are left out."""
+    cursor = db.execute("SELECT text_hash, vector FROM embeddings WHERE model = ? AND length(vector) = ?", [model, size])
+    while rows := cursor.fetchmany(chunk):
+        yield rows
 
 
 # --- purge ----------------------------------------------------------------------------------

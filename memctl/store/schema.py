@@ -326,6 +326,9 @@ def embeddings(db: Database) -> None:
             vector BLOB NOT NULL,
             PRIMARY KEY (text_hash, model)
         );
+        -- The ranker reads one model's vectors in storage order; another model's (used
+        -- before, or again later) are skipped without being read.
+        CREATE INDEX embeddings_model ON embeddings(model);
 
         -- The hash of each fact version's text, which facts keep no column for: filled in
         -- when vectors are made (memctl.embeddings.embed_new), for every version.
