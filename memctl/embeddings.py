@@ -125,10 +125,15 @@ def _version(package: str) -> str:
     return version(package)
 
 
-def configured_embedder(model: str | None = None, environ: Mapping[str, str] | None = None) -> Embedder | None:
+def configured_embedder(model: str | None = None, environ: Mapping[str, str] | None = None, *,
+                        retries: Retries | None = None, timeout: float | None = None) -> Embedder | None:
     """The embedder ``model`` (or else ``MEMCTL_EMBEDDINGS_MODEL``) names: ``local:wordllama``,
     or a model of the OpenAI-compatible endpoint that ``OPENAI_BASE_URL`` and
-    ``OPENAI_API_KEY`` name. None when neither names one: recall then runs without vectors."""
+    ``OPENAI_API_KEY`` name. None when neither names one: recall then runs without vectors.
+
+    ``retries`` and ``timeout`` (seconds per call) are for the endpoint: a question
+    being answered waits less long for it than an ingest does.
+    """
     env = os.environ if environ is None else environ
     name = (model or env.get("MEMCTL_EMBEDDINGS_MODEL") or "").strip()
     if not name:
@@ -138,9 +143,11 @@ def configured_embedder(model: str | None = None, environ: Mapping[str, str] | N
     if name.startswith("local:"):
         raise BadInput(f"names no local model: {name!r}; the local one is {LOCAL_WORDLLAMA}",
                        parameter="embeddings_model")
-    from memctl.extract.llm import make_client
+    from memctl.extract.llm import DEFAULT_TIMEOUT, make_client
 
-    return OpenAIEmbedder(make_client(api_key=env.get("OPENAI_API_KEY"), base_url=env.get("OPENAI_BASE_URL")), name)
+    client = make_client(api_key=env.get("OPENAI_API_KEY"), base_url=env.get("OPENAI_BASE_URL"),
+                         timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+    return OpenAIEmbedder(client, name, retries=retries)
 
 
 # --- filling the store -----------------------------------------------------------------------

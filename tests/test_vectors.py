@@ -295,6 +295,8 @@ def test_without_configuration_there_is_no_embedder():
     assert isinstance(named, OpenAIEmbedder) and named.model == "nomic-embed-text"
     assert str(named.client.base_url).startswith("http://127.0.0.1:1/v1")
     assert configured_embedder("other-model", environ=env).model == "other-model"  # the option wins
+    patient = configured_embedder(environ=env, retries=Retries(max_retries=1), timeout=5)
+    assert patient.retries.max_retries == 1 and patient.client.timeout == 5
     with pytest.raises(BadInput, match="local:wordllama"):
         configured_embedder("local:nope", environ={})
 
