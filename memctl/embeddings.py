@@ -29,7 +29,7 @@ from memctl.store.connection import write_transaction
 if TYPE_CHECKING:
     from memctl.extract.llm import Retries
 
-BATCH = 64  # texts per call: what OpenAI's and Ollama's examples send, far under any request limit
+BATCH = 64  # texts per call: far under any endpoint's request limit, and a refused batch is cheap to split
 # An episode can be a whole pasted log; its opening says what it is about, and the
 # smallest local models read a few hundred tokens. A text the endpoint still refuses is
 # sent again halved, down to MIN_INPUT_CHARS.
@@ -159,8 +159,8 @@ def embed_new(db: Database, embedder: Embedder, *, batch: int = BATCH) -> int:
     """Vectors for every stored episode and current fact whose text has none from
     ``embedder.model``; returns how many texts were embedded.
 
-    The model is called outside any write transaction, and each batch of vectors is
-    written in a short one of its own, so another process's writes go on meanwhile and
+    Call it outside any transaction. The model is called outside any write transaction,
+    and each batch of vectors is written in a short one of its own, so another process's writes go on meanwhile and
     an interruption keeps what was paid for. A text already embedded (another fact
     version, the same words in another episode) costs no call.
     """
