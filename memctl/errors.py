@@ -51,6 +51,14 @@ class FileRefused(MemctlError):
     """One input file cannot be read as it claims to be; the others go on."""
 
 
+class MissingExtra(MemctlError):
+    """A part of memctl that needs an optional package was asked for without it."""
+
+    def __init__(self, what: str, extra: str):
+        self.extra = extra
+        super().__init__(f"{what} needs memctl's {extra} extra: pip install 'memctl[{extra}]'")
+
+
 class LLMUnavailable(MemctlError):
     """The model endpoint cannot be used at all (unreachable, key rejected, no such model).
 

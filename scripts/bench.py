@@ -5,6 +5,7 @@
     python scripts/bench.py --extract                    # LLM extraction against a local fake server
     python scripts/bench.py --repair                     # repair over 1M assertions, 100k damaged
     python scripts/bench.py --retrieval [--speed-n 100000]  # recall@10 vs bare FTS5, and recall speed
+    python scripts/bench.py --vectors [--vector-episodes 50000] [--dimensions 256]  # needs memctl[embeddings]
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -447,6 +448,64 @@ def ingest_seconds(ingest) -> float:
     return seconds
 
 
+def vectors_benchmark(episodes: int, dimensions: int) -> dict:
+    """embed_new and the vector ranker over ``episodes`` episodes of one fact each (twice
+    as many texts), with a fake embedder that costs next to nothing: what memctl adds
+    around a model. Questions are asked over the whole store and over a narrow window."""
+    import numpy as np
+
+    from memctl.embeddings import embed_new
+    from memctl.recall import recall
+    from memctl.recall.query import parse
+    from memctl.recall.rankers import DEFAULT_RANKERS
+    from memctl.recall.vectors import VectorRanker
+    from memctl.store.search import Window
+
+    class FakeEmbedder:
+        model = f"bench-{dimensions}"
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [np.random.default_rng(int(content_hash(text)[:12], 16)).standard_normal(dimensions).tolist()
+                    for text in texts]
+
+    rng = random.Random(11)
+    words = [f"w{n}" for n in range(2000)]
+    made = []
+    for n in range(episodes):
+        text = " ".join(rng.choice(words) for _ in range(40))
+        at = to_storage(START + timedelta(seconds=rng.randrange(SPAN_S)))
+        made.append(Episode(source="bench", position=n, format="facts", content=text, content_hash=content_hash(text),
+                            reference_time=at, reference_time_source="record",
+                            assertions=[Assertion(subject=f"service{n % 5000}", predicate="uses", object=f"lib{n}",
+                                                  fact=f"service{n % 5000} uses lib{n}", valid_at=at, cardinality="many",
+                                                  extractor="facts")]))
+    with tempfile.TemporaryDirectory(prefix="memctl-vectors-") as tmp:
+        memory = Memory.open(Path(tmp) / "vectors.db")
+        log(f"ingesting {episodes} episodes (not timed)")
+        memory.ingest_episodes(progress(made))
+        embedder = FakeEmbedder()
+        embedded: list[int] = []
+        first_s = timed(lambda: embedded.append(embed_new(memory.db, embedder)))
+        again_s = timed(lambda: embed_new(memory.db, embedder))
+        ranker = VectorRanker(embedder)
+        questions = [parse(" ".join(rng.choice(words) for _ in range(6))) for _ in range(20)]
+        now = memory.now()
+        narrow = Window(as_of=to_storage(START + timedelta(days=30)))
+        log("ranking: 20 questions over everything, over a narrow window, and whole recalls")
+        whole = [timed(lambda q=q: ranker.rank(memory.db, q, Window(as_of=now), 50)) for q in questions]
+        window = [timed(lambda q=q: ranker.rank(memory.db, q, narrow, 50)) for q in questions]
+        plain = [timed(lambda q=q: recall(memory.db, q.text, now=now)) for q in questions]
+        fused = [timed(lambda q=q: recall(memory.db, q.text, now=now, rankers=(*DEFAULT_RANKERS, ranker)))
+                 for q in questions]
+        memory.close()
+    result = {"vector_episodes": episodes, "vector_texts": embedded[0], "vector_dimensions": dimensions,
+              "embed_new_first_s": round(first_s, 2), "embed_new_nothing_new_s": round(again_s, 3)}
+    for key, samples in (("rank", whole), ("rank_narrow", window), ("recall_3_rankers", plain),
+                         ("recall_4_rankers", fused)):
+        result[f"{key}_p50_ms"], result[f"{key}_p95_ms"] = percentiles(samples)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parse", action="store_true", help="only the parse benchmark (real Claude Code sample)")
@@ -461,6 +520,9 @@ def main() -> None:
     parser.add_argument("--speed-n", type=int, default=100_000,
                         help="retrieval speed at this many assertions plus as many text episodes (0: skip)")
     parser.add_argument("--process-runs", type=int, default=10, help="runs of each whole process timed")
+    parser.add_argument("--vectors", action="store_true", help="only the vector ranker benchmark (fake embedder)")
+    parser.add_argument("--vector-episodes", type=int, default=50_000)
+    parser.add_argument("--dimensions", type=int, default=256)
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -480,6 +542,9 @@ def main() -> None:
         return
     if args.retrieval:
         print(json.dumps(retrieval_benchmark(args)))
+        return
+    if args.vectors:
+        print(json.dumps(vectors_benchmark(args.vector_episodes, args.dimensions)))
         return
     if args.db is not None and args.db.exists():
         parser.error(f"{args.db} already exists; the benchmark needs a fresh database")

@@ -32,6 +32,12 @@ CREATE TABLE clock (
             id INTEGER PRIMARY KEY CHECK (id = 1),
             last_at TEXT NOT NULL
         );
+CREATE TABLE embeddings (
+            text_hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (text_hash, model)
+        );
 CREATE TABLE entities (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL,            -- as first written, in valid-time order
@@ -77,6 +83,10 @@ CREATE TABLE fact_provenance (
             episode_id TEXT NOT NULL REFERENCES episodes(id),
             PRIMARY KEY (fact_id, assertion_id)
         ) WITHOUT ROWID;
+CREATE TABLE fact_text_hashes (
+            fact_id INTEGER PRIMARY KEY REFERENCES facts(id),
+            text_hash TEXT NOT NULL
+        );
 CREATE TABLE facts (
             id INTEGER PRIMARY KEY,
             subject_id INTEGER NOT NULL REFERENCES entities(id),
@@ -153,6 +163,7 @@ CREATE INDEX assertions_valid_midnight ON assertions(extracted_at, valid_at)
             WHERE expired_at IS NULL AND substr(valid_at, 11) = 'T00:00:00.000000Z';
 CREATE INDEX assertions_valid_on_extraction_day ON assertions(valid_at)
             WHERE expired_at IS NULL AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
+CREATE INDEX embeddings_model ON embeddings(model);
 CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');
 CREATE INDEX episodes_operation ON episodes(operation_id);
 CREATE INDEX episodes_reference_time ON episodes(reference_time);

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from dateutil.relativedelta import relativedelta
 
-from memctl.model import Precision
+if TYPE_CHECKING:  # the model needs pydantic, which recall (a user of this module) does not load
+    from memctl.model import Precision
 
 # ------------------------------------------------------------------------------------ months
 

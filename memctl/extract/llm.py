@@ -11,7 +11,8 @@ commands never need it.
   conversation; after that the episode's result is failed (``Result.error``), never
   garbage assertions.
 - Transport retries are ours (the client is built with ``max_retries=0``) so every call
-  is counted: exponential backoff on 429, 5xx, timeouts and connection errors.
+  is counted: exponential backoff on 429, 5xx, timeouts and connection errors
+  (``call_with_retries``, which the embeddings client uses too).
 - A rejected key (401/403), an unknown model (404) or an endpoint that cannot be reached
   after the retries raise ``LLMUnavailable``: the whole run stops with one clear line and
   the episodes stay pending. It is never turned into per-episode failures.
@@ -35,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -230,39 +231,102 @@ def parse_reply(text: str, *, extractor: str, extracted_at: str) -> list[Asserti
     return assertions
 
 
-# --- calls ---------------------------------------------------------------------------------
+# --- transport: one call, retried (shared with memctl.embeddings) -----------------------
+
+T = TypeVar("T")
 
 
-@dataclass
-class _Tally:
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+class CallFailed(Exception):
+    """One call failed for good: its retries are spent, or (``refused``) the endpoint
+    answered a 4xx that retrying won't fix, such as an input too long for the model."""
 
-    def result(self, **fields: Any) -> Result:
-        return Result(calls=self.calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens, **fields)
-
-
-class _CallFailed(Exception):
-    """This episode's call failed for good (retries spent, or a 4xx that retrying won't fix)."""
+    def __init__(self, message: str, *, refused: bool = False):
+        super().__init__(message)
+        self.refused = refused
 
 
-class _Stopped(Exception):
-    """The run is stopping (endpoint unavailable, or the consumer went away)."""
+@dataclass(frozen=True)
+class Retries:
+    """How often a call is tried again, and the exponential backoff (with jitter) between."""
+
+    max_retries: int = DEFAULT_MAX_RETRIES
+    sleep: Callable[[float], None] = time.sleep
+    backoff: float = 1.0
+    max_backoff: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError("max_retries must not be negative")
+
+    def wait(self, attempt: int, hint: float | None = None) -> None:
+        delay = self.backoff * 2**attempt * (0.5 + random.random() / 2)
+        if hint is not None:
+            delay = max(delay, hint)
+        self.sleep(min(delay, self.max_backoff))
 
 
-class _Run:
-    def __init__(self) -> None:
-        self.stop = threading.Event()
-        self.unavailable: LLMUnavailable | None = None
-        self._lock = threading.Lock()
+def call_with_retries(create: Callable[[], T], retries: Retries, *, client: Any, service: str, model: str,
+                      model_option: str) -> T:
+    """``create()``, one request through ``client``, tried again on 429, 5xx, timeouts and
+    connection errors.
 
-    def fail(self, error: LLMUnavailable) -> LLMUnavailable:
-        with self._lock:
-            if self.unavailable is None:
-                self.unavailable = error
-        self.stop.set()
-        return error
+    Raises ``LLMUnavailable`` when the endpoint cannot be used at all (a rejected key, an
+    unknown model, an exhausted quota, no answer after the retries), and ``CallFailed``
+    when this call failed for good. ``service`` ("LLM", "embeddings") and
+    ``model_option`` (where the model is named) make the messages. What else ``create``
+    raises goes through untouched (the extractor stops its workers that way).
+    """
+    import openai  # already imported by make_client; cheap here
+
+    where = endpoint_of(client)
+    attempt = 0
+    while True:
+        try:
+            return create()
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+            raise LLMUnavailable(
+                f"the {service} endpoint {where} rejected the API key "
+                f"(HTTP {error.status_code}: {_short(error.message)}); check OPENAI_API_KEY"
+            ) from None
+        except openai.NotFoundError as error:
+            raise LLMUnavailable(
+                f"model {model!r} or its endpoint was not found at {where} "
+                f"(HTTP 404: {_short(error.message)}); check {model_option} and OPENAI_BASE_URL"
+            ) from None
+        except openai.APIStatusError as error:
+            status = error.status_code
+            if status == 429 and getattr(error, "code", None) == "insufficient_quota":
+                raise LLMUnavailable(
+                    f"the {service} endpoint {where} refused the key: quota exhausted "
+                    f"(HTTP 429: {_short(error.message)})"
+                ) from None
+            if status not in (408, 409, 429) and status < 500:
+                raise CallFailed(f"the model endpoint answered HTTP {status}: {_short(error.message)}",
+                                 refused=True) from None
+            if attempt >= retries.max_retries:
+                raise CallFailed(
+                    f"the model endpoint answered HTTP {status} {attempt + 1} times: {_short(error.message)}"
+                ) from None
+            retries.wait(attempt, _retry_after(error))
+        except openai.APITimeoutError:
+            if attempt >= retries.max_retries:
+                raise CallFailed(f"the model call timed out {attempt + 1} times") from None
+            retries.wait(attempt)
+        except openai.APIConnectionError as error:
+            if attempt >= retries.max_retries:
+                cause = error.__cause__ or error
+                raise LLMUnavailable(
+                    f"cannot reach the {service} endpoint {where} after {attempt + 1} attempts "
+                    f"({_short(cause, 120)}); check OPENAI_BASE_URL"
+                ) from None
+            retries.wait(attempt)
+        except openai.OpenAIError as error:
+            raise CallFailed(f"the model call failed: {_short(error)}") from None
+        attempt += 1
+
+
+def endpoint_of(client: Any) -> str:
+    return str(getattr(client, "base_url", "")) or "(default endpoint)"
 
 
 def _short(text: object, limit: int = 200) -> str:
@@ -283,6 +347,37 @@ def _retry_after(error: Exception) -> float | None:
     except ValueError:  # an HTTP date; fall back to our own backoff
         return None
     return None
+
+
+# --- calls ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Tally:
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def result(self, **fields: Any) -> Result:
+        return Result(calls=self.calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens, **fields)
+
+
+class _Stopped(Exception):
+    """The run is stopping (endpoint unavailable, or the consumer went away)."""
+
+
+class _Run:
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.unavailable: LLMUnavailable | None = None
+        self._lock = threading.Lock()
+
+    def fail(self, error: LLMUnavailable) -> LLMUnavailable:
+        with self._lock:
+            if self.unavailable is None:
+                self.unavailable = error
+        self.stop.set()
+        return error
 
 
 def _envelope(text: str, extracted_at: str) -> str:
@@ -311,18 +406,13 @@ class LLMExtractor:
             raise BadInput("not given: name a model or set MEMCTL_MODEL", parameter="model")
         if concurrency < 1:
             raise BadInput(f"must be at least 1, got {concurrency}", parameter="concurrency")
-        if max_retries < 0:
-            raise ValueError("max_retries must not be negative")
         self.client = client
         self.model = model.strip()
         self.name = f"llm:{self.model}"
         self.clock = clock
         self.cache = cache
         self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.sleep = sleep
-        self.backoff = backoff
-        self.max_backoff = max_backoff
+        self.retries = Retries(max_retries, sleep, backoff, max_backoff)
 
     # -- the public interface -------------------------------------------------------------
 
@@ -394,7 +484,7 @@ class LLMExtractor:
             extracted_at = times.to_storage(self.clock())
             try:
                 text = self._complete(conversation, tally, run)
-            except _CallFailed as failed:
+            except CallFailed as failed:
                 return tally.result(error=str(failed)), None
             try:
                 assertions = parse_reply(text, extractor=self.name, extracted_at=extracted_at)
@@ -411,67 +501,21 @@ class LLMExtractor:
 
     def _complete(self, messages: list[dict[str, str]], tally: _Tally, run: _Run) -> str:
         """One logical call: the reply's text, after transport retries."""
-        import openai  # already imported by make_client; cheap here
 
-        attempt = 0
-        while True:
+        def attempt() -> Any:
             if run.stop.is_set():
                 raise _Stopped
             tally.calls += 1
-            try:
-                response = self.client.chat.completions.create(
-                    model=self.model, messages=messages, response_format=RESPONSE_FORMAT
-                )
-            except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
-                raise run.fail(LLMUnavailable(
-                    f"the LLM endpoint {self._where()} rejected the API key "
-                    f"(HTTP {error.status_code}: {_short(error.message)}); check OPENAI_API_KEY"
-                )) from None
-            except openai.NotFoundError as error:
-                raise run.fail(LLMUnavailable(
-                    f"model {self.model!r} or its endpoint was not found at {self._where()} "
-                    f"(HTTP 404: {_short(error.message)}); check --model/MEMCTL_MODEL and OPENAI_BASE_URL"
-                )) from None
-            except openai.APIStatusError as error:
-                status = error.status_code
-                if status == 429 and getattr(error, "code", None) == "insufficient_quota":
-                    raise run.fail(LLMUnavailable(
-                        f"the LLM endpoint {self._where()} refused the key: quota exhausted "
-                        f"(HTTP 429: {_short(error.message)})"
-                    )) from None
-                if status not in (408, 409, 429) and status < 500:
-                    raise _CallFailed(f"the model endpoint answered HTTP {status}: {_short(error.message)}") from None
-                if attempt >= self.max_retries:
-                    raise _CallFailed(
-                        f"the model endpoint answered HTTP {status} {attempt + 1} times: {_short(error.message)}"
-                    ) from None
-                self._back_off(attempt, run, _retry_after(error))
-            except openai.APITimeoutError:
-                if attempt >= self.max_retries:
-                    raise _CallFailed(f"the model call timed out {attempt + 1} times") from None
-                self._back_off(attempt, run)
-            except openai.APIConnectionError as error:
-                if attempt >= self.max_retries:
-                    cause = error.__cause__ or error
-                    raise run.fail(LLMUnavailable(
-                        f"cannot reach the LLM endpoint {self._where()} after {attempt + 1} attempts "
-                        f"({_short(cause, 120)}); check OPENAI_BASE_URL"
-                    )) from None
-                self._back_off(attempt, run)
-            except openai.OpenAIError as error:
-                raise _CallFailed(f"the model call failed: {_short(error)}") from None
-            else:
-                self._count(response, tally)
-                return self._text(response)
-            attempt += 1
+            return self.client.chat.completions.create(model=self.model, messages=messages,
+                                                       response_format=RESPONSE_FORMAT)
 
-    def _back_off(self, attempt: int, run: _Run, hint: float | None = None) -> None:
-        delay = self.backoff * 2**attempt * (0.5 + random.random() / 2)
-        if hint is not None:
-            delay = max(delay, hint)
-        self.sleep(min(delay, self.max_backoff))
-        if run.stop.is_set():
-            raise _Stopped
+        try:
+            response = call_with_retries(attempt, self.retries, client=self.client, service="LLM", model=self.model,
+                                         model_option="--model/MEMCTL_MODEL")
+        except LLMUnavailable as error:
+            raise run.fail(error) from None
+        self._count(response, tally)
+        return self._text(response)
 
     @staticmethod
     def _count(response: Any, tally: _Tally) -> None:
@@ -489,6 +533,3 @@ class LLMExtractor:
         if getattr(message, "refusal", None):
             return f"(the model refused: {message.refusal})"
         return message.content or ""
-
-    def _where(self) -> str:
-        return str(getattr(self.client, "base_url", "")) or "(default endpoint)"

@@ -16,6 +16,7 @@ from sqlite_utils import Database
 from memctl import names
 from memctl.model import Assertion, Episode
 from memctl.store import in_chunks
+from memctl.store.embeddings import forget_vectors
 from memctl.store.episode_index import forget_texts, hold, index_texts, release
 from memctl.store.facts import Slot, SlotChanges, Value, recompute_slots
 from memctl.store.naming import mention_rank, name_from_new_mentions, rename_entities
@@ -356,8 +357,8 @@ def expire_episodes(db: Database, episode_ids: list[str], at: str) -> Touched:
 
 def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
     """Erase episodes for good: their content, their assertions, and every fact version
-    that any of those assertions supported (current or past), so no copy of the text
-    survives. Entities nothing mentions any more go too. The caller recomputes the
+    that any of those assertions supported (current or past), and the vectors of those
+    texts, so no copy of the text survives. Entities nothing mentions any more go too. The caller recomputes the
     touched slots, which rebuilds the versions the remaining assertions support.
 
     The freed pages are zeroed (secure_delete) and both text indexes merged into one
@@ -366,6 +367,7 @@ def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
     touched = touched_by(db, episode_ids, active_only=False)
     with secure_delete(db):
         forget_texts(db, episode_ids)
+        forget_vectors(db, episode_ids)
         for chunk, marks in in_chunks(episode_ids):
             doomed = f"SELECT DISTINCT fact_id FROM fact_provenance WHERE episode_id IN ({marks})"
             db.execute(f"DELETE FROM facts_fts WHERE rowid IN ({doomed})", chunk)

@@ -313,3 +313,32 @@ def episode_search(db: Database) -> None:
         FROM episodes e WHERE e.status = 'undone';
         """
     )
+
+
+@migrations(name="0009_embeddings")
+def embeddings(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- Vectors of stored texts, for recall's vector ranker: by sha256 of the text (an
+        -- episode's content_hash) and the model that made them, so a text embedded once
+        -- serves every episode and fact version that says it. float32, little-endian. A
+        -- rowid table: a vector is kilobytes, too wide for a WITHOUT ROWID b-tree.
+        CREATE TABLE embeddings (
+            text_hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (text_hash, model)
+        );
+        -- The ranker reads one model's vectors in storage order; another model's (used
+        -- before, or again later) are skipped without being read.
+        CREATE INDEX embeddings_model ON embeddings(model);
+
+        -- The hash of each fact version's text, which facts keep no column for: filled in
+        -- when vectors are made (memctl.embeddings.embed_new), for every version.
+        CREATE TABLE fact_text_hashes (
+            fact_id INTEGER PRIMARY KEY REFERENCES facts(id),
+            text_hash TEXT NOT NULL
+        );
+        """
+    )
