@@ -30,6 +30,9 @@ app = typer.Typer(
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of a table.")]
+EmbeddingsOption = Annotated[Optional[str], typer.Option(
+    "--embeddings-model", help="Embeddings model for vectors (default: $MEMCTL_EMBEDDINGS_MODEL; none: no vectors): "
+    "local:wordllama, or a model of the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")]
 
 
 class State:
@@ -44,14 +47,14 @@ def _main(
     State.db_path = db
 
 
-def _memory(*, must_exist: bool = True):
+def _memory(*, must_exist: bool = True, embeddings_model: str | None = None):
     from memctl.memory import Memory
     from memctl.store.connection import default_path
 
     path = State.db_path or default_path()
     if must_exist and not Path(path).exists():
         raise NotFound(f"no memory at {path} yet; run 'memctl ingest' first (or pass --db)")
-    return Memory.open(path)
+    return Memory.open(path, embeddings_model=embeddings_model)
 
 
 def _instant(value: str | None, option: str) -> str | None:
@@ -112,6 +115,7 @@ def ingest(
     model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
+    embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Ingest session logs, exports, notes or structured facts; running it again adds nothing new.
@@ -141,13 +145,16 @@ def ingest(
                                 [[r["id"], f"{Path(r['source']).name}:{r['position']}", _day(r["reference_time"]),
                                   r["reference_time_source"], r["assertions"]] for r in rows]))
         return
-    memory = _memory(must_exist=False)
+    memory = _memory(must_exist=False, embeddings_model=embeddings_model)
     report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency))
     for line in report.malformed[:20] + report.refused:
         typer.echo(f"memctl: skipped: {line}", err=True)
     if report.llm_unavailable:
         typer.echo(f"memctl: {report.llm_unavailable}; {report.episodes - report.already_present} episode(s) "
                    "kept as pending for the next run", err=True)
+    if report.embeddings_unavailable:
+        typer.echo(f"memctl: no vectors made: {report.embeddings_unavailable}; the episodes are stored, "
+                   "and 'memctl embed' makes the vectors later", err=True)
     if len(report.malformed) > 20:
         typer.echo(f"memctl: skipped: … and {len(report.malformed) - 20} more malformed records", err=True)
     if as_json:
@@ -226,6 +233,7 @@ def recall(
     kind: Annotated[str, typer.Option("--kind", help="all (facts and episodes), fact or episode.")] = "all",
     history: Annotated[bool, typer.Option("--history", help="Every valid time of the matching facts, not one instant.")] = False,
     limit: Annotated[int, typer.Option("--limit", help="At most this many results.")] = 10,
+    embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Find what was said (episodes) and what was extracted (facts), best first.
@@ -235,12 +243,20 @@ def recall(
 
     Example: memctl recall "which database does billing use" --as-of 2024-03-01
     """
-    result = _memory().recall(query, as_of=_instant(as_of, "--as-of"), known_at=_instant(known_at, "--known-at"),
-                              since=_instant(since, "--since"), until=_instant(until, "--until"), limit=limit,
-                              history=history, kind=kind)
+    result = _memory(embeddings_model=embeddings_model).recall(
+        query, as_of=_instant(as_of, "--as-of"), known_at=_instant(known_at, "--known-at"),
+        since=_instant(since, "--since"), until=_instant(until, "--until"), limit=limit, history=history, kind=kind)
+    for problem in result.unavailable or []:
+        typer.echo(f"memctl: answered without {problem}", err=True)
     if as_json:
         _print_json(result)
-        return
+    else:
+        _recall_table(result)
+    if result.unavailable:
+        raise typer.Exit(1)
+
+
+def _recall_table(result) -> None:
     from rich.text import Text
 
     title = f"as of {_day(result.as_of)}" + (f", as known at {_day(result.known_at)}" if result.known_at else "")
@@ -286,6 +302,28 @@ def facts(
     _console().print(_table(None, ["subject", "predicate", "value", "valid from", "until", "status"], [
         [f.subject, f.predicate, f.object, _day(f.valid_at), _day(f.invalid_at), f.status] for f in rows
     ]))
+
+
+@app.command()
+def embed(
+    embeddings_model: EmbeddingsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Make the vectors recall searches, for every stored text that has none yet.
+
+    Ingest makes them as it goes when a model is configured; this catches up a store
+    ingested before one was, or after the endpoint was down.
+    Example: MEMCTL_EMBEDDINGS_MODEL=local:wordllama memctl embed
+    """
+    from memctl.embeddings import configured_embedder
+
+    if configured_embedder(embeddings_model) is None:
+        raise BadInput("no embeddings model: pass --embeddings-model or set MEMCTL_EMBEDDINGS_MODEL")
+    embedded = _memory(embeddings_model=embeddings_model).embed()
+    if as_json:
+        _print_json({"embedded": embedded})
+    else:
+        _console().print(f"{embedded} texts embedded")
 
 
 @app.command()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from memctl import names, times
 from memctl.errors import NotFound
@@ -39,18 +39,28 @@ if TYPE_CHECKING:
 
     from memctl.extract import Extractor
     from memctl.model import Episode
+    from memctl.recall.rankers import Ranker
     from memctl.sources import IngestOptions
 
 
 class Memory:
-    def __init__(self, connections: Connections, clock: Clock = system_clock):
+    def __init__(self, connections: Connections, clock: Clock = system_clock, *,
+                 embeddings_model: str | None = None):
         self.connections = connections
         self.clock = clock
+        # None: MEMCTL_EMBEDDINGS_MODEL names it, or no vectors are made or searched.
+        self.embeddings_model = embeddings_model
+        self._vector_ranker: Ranker | Literal[False] | None = None  # built on the first recall
 
     @classmethod
-    def open(cls, path: str | Path, clock: Clock = system_clock) -> Memory:
-        """Open the database at ``path``, creating and migrating it as needed."""
-        return cls(Connections(path), clock)
+    def open(cls, path: str | Path, clock: Clock = system_clock, *, embeddings_model: str | None = None) -> Memory:
+        """Open the database at ``path``, creating and migrating it as needed.
+
+        ``embeddings_model`` (else ``MEMCTL_EMBEDDINGS_MODEL``): the model whose vectors
+        ingest makes and recall searches; ``local:wordllama`` or an OpenAI-compatible
+        endpoint's model. Without one, neither does anything with vectors.
+        """
+        return cls(Connections(path), clock, embeddings_model=embeddings_model)
 
     @property
     def db(self) -> Database:
@@ -69,10 +79,27 @@ class Memory:
                batch_size: int = BATCH_EPISODES, on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
         """Ingest files and directories; episodes without assertions go through ``extractor``."""
         from memctl import ingest as ingest_module
+        from memctl.errors import LLMUnavailable
 
         with self.connections.writing() as db:
-            return ingest_module.ingest(db, self.clock, paths, options, extractor=extractor, batch_size=batch_size,
-                                        on_file=on_file)
+            report = ingest_module.ingest(db, self.clock, paths, options, extractor=extractor, batch_size=batch_size,
+                                          on_file=on_file)
+        try:
+            report.embedded = self.embed()
+        except LLMUnavailable as error:  # the episodes are stored; the next run makes the vectors
+            report.embeddings_unavailable = str(error)
+        return report
+
+    def embed(self) -> int:
+        """Vectors for every stored text that has none from the embeddings model yet;
+        how many were made (0 with no model configured)."""
+        from memctl.embeddings import configured_embedder, embed_new
+
+        embedder = configured_embedder(self.embeddings_model)
+        if embedder is None:
+            return 0
+        with self.connections.writing() as db:
+            return embed_new(db, embedder)
 
     def ingest_episodes(self, episodes: Iterable[Episode], *, command: dict | None = None,
                         batch_size: int = BATCH_EPISODES, report: IngestReport | None = None) -> IngestReport:
@@ -125,7 +152,22 @@ class Memory:
 
         with self.connections.reading() as db:
             return recall_module.recall(db, query, now=self.now(), as_of=as_of, known_at=known_at, since=since,
-                                        until=until, limit=limit, history=history, kind=kind)
+                                        until=until, limit=limit, history=history, kind=kind,
+                                        rankers=self._rankers())
+
+    def _rankers(self) -> tuple[Ranker, ...]:
+        """The default rankers, and vectors when an embeddings model is configured."""
+        from memctl.embeddings import configured_embedder
+        from memctl.recall.rankers import DEFAULT_RANKERS
+
+        if self._vector_ranker is None:
+            from memctl.extract.llm import Retries
+            from memctl.recall.vectors import VectorRanker
+
+            # A question waits less for the endpoint than an ingest: one retry, 15 s a call.
+            embedder = configured_embedder(self.embeddings_model, retries=Retries(max_retries=1), timeout=15)
+            self._vector_ranker = VectorRanker(embedder) if embedder is not None else False
+        return DEFAULT_RANKERS if self._vector_ranker is False else (*DEFAULT_RANKERS, self._vector_ranker)
 
     def facts(self, *, subject: str | None = None, predicate: str | None = None, as_of: str | None = None,
               known_at: str | None = None, history: bool = False, limit: int | None = None) -> list[Fact]:

@@ -96,10 +96,13 @@ class EpisodeHit(Record):
 
 @dataclass
 class RecallResult(Record):
+    _OMITTED_WHEN_NONE = frozenset({"unavailable"})
+
     query: str
     as_of: str
     known_at: str | None
     results: list[Fact | EpisodeHit]
+    unavailable: list[str] | None = None  # rankers that could not answer (an embeddings endpoint down)
 
 
 @dataclass
@@ -359,13 +362,15 @@ class IngestReport(Record):
     guard_changes: int = 0  # invented dates the date guard replaced or dropped
     extracted_pending: int = 0  # episodes stored earlier as pending, extracted by this run
     llm_unavailable: str | None = None  # why the LLM could not be used; the rest wait as pending
+    embedded: int = 0  # texts given vectors by the embeddings model
+    embeddings_unavailable: str | None = None  # why no vectors were made; the next run makes them
     operation_id: str | None = None
     time_range: list[str | None] = field(default_factory=lambda: [None, None])
 
     @property
     def partial(self) -> bool:
         """Something was refused or unreadable, and the rest was kept: exit code 1."""
-        return bool(self.refused or self.malformed or self.llm_unavailable)
+        return bool(self.refused or self.malformed or self.llm_unavailable or self.embeddings_unavailable)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "partial": self.partial}

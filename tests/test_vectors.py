@@ -339,3 +339,42 @@ def test_the_local_model_runs_from_its_wheel_without_the_network(monkeypatch, me
     assert found[0] in {("episode", STORY[0].id)} | {("fact", fact_id) for (fact_id,) in memory.db.execute(
         "SELECT id FROM facts")}
     assert vector_store.DTYPE == "<f4"
+
+
+def write_chat(path, *turns):
+    path.write_text("".join(json.dumps({"role": role, "content": text, "timestamp": at}) + "\n"
+                            for at, user, reply in turns for role, text in (("user", user), ("assistant", reply))))
+    return path
+
+
+def test_ingest_makes_the_vectors_recall_searches_and_embed_catches_up(cli, monkeypatch, tmp_path):
+    pytest.importorskip("wordllama")
+    chat = write_chat(tmp_path / "c.jsonl", ("2024-03-01T10:00:00Z", "ok, fine, let's do vite", "Done."),
+                      ("2024-03-02T10:00:00Z", "the logo should be blue", "Blue it is."))
+    first = cli("ingest", chat, "--extractor", "rules", "--embeddings-model", "local:wordllama", "--json")
+    assert first.code == 0 and first.json()["embedded"] == 2
+    assert cli("ingest", chat, "--extractor", "rules", "--embeddings-model", "local:wordllama", "--json").json()[
+        "embedded"] == 0  # nothing new, nothing embedded again
+    monkeypatch.setenv("MEMCTL_EMBEDDINGS_MODEL", "local:wordllama")
+    found = cli("recall", "vite", "--json")
+    assert found.code == 0 and found.json()["results"] and "unavailable" not in found.json()
+    assert cli("embed", "--json").json() == {"embedded": 0}
+    monkeypatch.delenv("MEMCTL_EMBEDDINGS_MODEL")
+    refused = cli("embed")
+    assert refused.code == 2 and "MEMCTL_EMBEDDINGS_MODEL" in refused.err
+
+
+def test_an_embeddings_endpoint_that_is_down_keeps_the_episodes_and_the_other_rankers(cli, monkeypatch, tmp_path):
+    from tests.fake_llm import FakeOpenAIServer
+
+    chat = write_chat(tmp_path / "c.jsonl", ("2024-03-01T10:00:00Z", "ok, fine, let's do vite", "Done."))
+    with FakeOpenAIServer(times.from_storage("2026-01-01T00:00:00.000000Z")) as server:  # no embeddings route: 404
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+        monkeypatch.setenv("MEMCTL_EMBEDDINGS_MODEL", "nomic-embed-text")
+        ingest = cli("ingest", chat, "--extractor", "rules", "--json")
+        assert ingest.code == 1 and ingest.json()["added"] == 1 and ingest.json()["embeddings_unavailable"]
+        assert ingest.err.count("\n") == 1 and "memctl embed" in ingest.err
+        recall = cli("recall", "vite", "--json")
+    assert recall.code == 1 and recall.json()["results"][0]["kind"] == "episode"
+    assert recall.json()["unavailable"][0].startswith("vectors:") and recall.err.startswith("memctl: answered without")

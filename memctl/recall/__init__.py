@@ -15,7 +15,7 @@ from typing import Literal
 from sqlite_utils import Database
 
 from memctl import times
-from memctl.errors import BadInput
+from memctl.errors import BadInput, LLMUnavailable
 from memctl.recall import fusion
 from memctl.recall.query import parse
 from memctl.recall.rankers import DEFAULT_RANKERS, Ranker
@@ -54,8 +54,14 @@ def recall(db: Database, query: str, *, now: str, as_of: str | None = None, know
     parsed = parse(query, timed=any(given[name] for name in ("as_of", "since", "until")))
     wanted = {"fact", "episode"} if kind == "all" else {kind}
     depth = max(DEPTH, 3 * limit)
-    rankings = [[key for key in ranker.rank(db, parsed, window, depth) if key[0] in wanted]
-                for ranker in rankers if ranker.kinds & wanted]
+    rankings, unavailable = [], []
+    for ranker in rankers:
+        if not ranker.kinds & wanted:
+            continue
+        try:
+            rankings.append([key for key in ranker.rank(db, parsed, window, depth) if key[0] in wanted])
+        except LLMUnavailable as error:  # an embeddings endpoint that is down: the others still answer
+            unavailable.append(f"{ranker.name}: {error}")
     scores = fusion.rrf(rankings)
     fact_ids = [int(key[1]) for key in scores if key[0] == "fact"]
     facts = search.facts_by_id(db, fact_ids, window)
@@ -68,7 +74,8 @@ def recall(db: Database, query: str, *, now: str, as_of: str | None = None, know
         item: Fact | EpisodeHit = facts[int(item_id)] if item_kind == "fact" else episodes[str(item_id)]
         item.score = round(score, 6)
         results.append(item)
-    return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results)
+    return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
+                        unavailable=unavailable or None)
 
 
 def facts(db: Database, *, now: str, subject: str | None = None, predicate: str | None = None,
