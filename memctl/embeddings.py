@@ -127,7 +127,7 @@ def _version(package: str) -> str:
 
 def configured_embedder(model: str | None = None, environ: Mapping[str, str] | None = None, *,
                         retries: Retries | None = None, timeout: float | None = None) -> Embedder | None:
-    """The embedder ``model`` (or else ``MEMCTL_EMBEDDINGS_MODEL``) names: ``local:wordllama``,
+    """The embedder ``model`` (None: ``MEMCTL_EMBEDDINGS_MODEL``; "": none) names: ``local:wordllama``,
     or a model of the OpenAI-compatible endpoint that ``OPENAI_BASE_URL`` and
     ``OPENAI_API_KEY`` name. None when neither names one: recall then runs without vectors.
 
@@ -135,7 +135,8 @@ def configured_embedder(model: str | None = None, environ: Mapping[str, str] | N
     being answered waits less long for it than an ingest does.
     """
     env = os.environ if environ is None else environ
-    name = (model or env.get("MEMCTL_EMBEDDINGS_MODEL") or "").strip()
+    # An empty model says "no vectors", even where the environment names one.
+    name = (env.get("MEMCTL_EMBEDDINGS_MODEL", "") if model is None else model).strip()
     if not name:
         return None
     if name == LOCAL_WORDLLAMA:
