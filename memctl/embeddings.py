@@ -20,11 +20,12 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlite_utils import Database
-
 from memctl.errors import BadInput, LLMUnavailable, MissingExtra
 from memctl.store import embeddings as store
 from memctl.store.connection import write_transaction
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 if TYPE_CHECKING:
     from memctl.extract.llm import Retries
@@ -125,6 +126,14 @@ def _version(package: str) -> str:
     return version(package)
 
 
+def embeddings_model_named(model: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The model ``model`` names, or else ``MEMCTL_EMBEDDINGS_MODEL``; None for none. An
+    empty ``model`` says "no vectors", even where the environment names one."""
+    env = os.environ if environ is None else environ
+    name = (env.get("MEMCTL_EMBEDDINGS_MODEL", "") if model is None else model).strip()
+    return name or None
+
+
 def configured_embedder(model: str | None = None, environ: Mapping[str, str] | None = None, *,
                         retries: Retries | None = None, timeout: float | None = None) -> Embedder | None:
     """The embedder ``model`` (None: ``MEMCTL_EMBEDDINGS_MODEL``; "": none) names: ``local:wordllama``,
@@ -135,9 +144,8 @@ def configured_embedder(model: str | None = None, environ: Mapping[str, str] | N
     being answered waits less long for it than an ingest does.
     """
     env = os.environ if environ is None else environ
-    # An empty model says "no vectors", even where the environment names one.
-    name = (env.get("MEMCTL_EMBEDDINGS_MODEL", "") if model is None else model).strip()
-    if not name:
+    name = embeddings_model_named(model, env)
+    if name is None:
         return None
     if name == LOCAL_WORDLLAMA:
         return WordLlamaEmbedder()

@@ -12,8 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from memctl.errors import BadInput, FileRefused
 from memctl.extract import Extractor
@@ -24,6 +23,9 @@ from memctl.store import BATCH_EPISODES, batches
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.episodes import recompute, sort_new, store_episodes
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 # What an ingest's journal row counts, kept up to date batch by batch.
 COUNTED = ("added", "reactivated", "revised", "assertions", "facts_created", "facts_expired")

@@ -157,10 +157,13 @@ class Memory:
 
     def _rankers(self) -> tuple[Ranker, ...]:
         """The default rankers, and vectors when an embeddings model is configured."""
-        from memctl.embeddings import configured_embedder
+        from memctl.embeddings import embeddings_model_named
         from memctl.recall.rankers import DEFAULT_RANKERS
 
+        if self._vector_ranker is None and embeddings_model_named(self.embeddings_model) is None:
+            self._vector_ranker = False  # and nothing of the embeddings path is imported
         if self._vector_ranker is None:
+            from memctl.embeddings import configured_embedder
             from memctl.extract.llm import Retries
             from memctl.recall.vectors import VectorRanker
 

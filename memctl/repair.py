@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from memctl.extract.dates import is_extraction_day_midnight
 from memctl.extract.guard import stated_days
@@ -34,6 +33,9 @@ from memctl.store.facts import all_slots
 from memctl.store.naming import MovedMention, rank_head, rank_tail, rename_after_moves
 from memctl.store.operations import journaled
 from memctl.store.repairs import Dated
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 SAMPLE = 20  # changes shown in a plan, for a person to check
 

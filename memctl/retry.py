@@ -10,8 +10,7 @@ episode undone meanwhile is left as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from memctl.errors import NothingToExtract
 from memctl.extract import Extractor
@@ -23,6 +22,9 @@ from memctl.store import operations as journal
 from memctl.store.connection import Clock, tentative, transaction_time
 from memctl.store.facts import current_facts
 from memctl.undo import effects, resolve_targets
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 @dataclass

@@ -12,15 +12,13 @@ plan is exactly what applying it does.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, cast
 
 from memctl import repair
 from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
 from memctl.results import Effects, FactChange, UndoKind, UndoPlan
+from memctl.store import Queryable, reads
 from memctl.store import operations as journal
-from memctl.store import reads
 from memctl.store.connection import Clock, checkpoint, tentative, transaction_time
 from memctl.store.episodes import (
     Touched,
@@ -34,10 +32,13 @@ from memctl.store.episodes import (
 )
 from memctl.store.facts import current_facts, entity_names
 
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
 UNDOABLE_OPERATIONS = ("repair", "retry", "undo")
 
 
-def _one(db: Database, target: str, tables: tuple[str, ...], what: str) -> str:
+def _one(db: Queryable, target: str, tables: tuple[str, ...], what: str) -> str:
     """The one id in ``tables`` that ``target`` is, or starts."""
     found = [found for table in tables for found in reads.ids_with_prefix(db, table, target)]
     if not found:
@@ -47,7 +48,7 @@ def _one(db: Database, target: str, tables: tuple[str, ...], what: str) -> str:
     return found[0]
 
 
-def episode_id(db: Database, target: str) -> str:
+def episode_id(db: Queryable, target: str) -> str:
     """The episode an id or unique prefix names."""
     return _one(db, target, ("episodes",), "episode")
 

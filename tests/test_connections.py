@@ -72,3 +72,26 @@ def test_an_in_memory_database_is_shared_by_every_thread(clock):
         undone = pool.submit(lambda: memory.undo([memory.episodes()[0].id], apply=True)).result(timeout=30)
     assert undone.applied and counts == [5] * 8 and memory.stats().episodes == 4
     memory.close()
+
+
+def test_a_process_that_only_reads_opens_no_writer_and_imports_no_sqlite_utils(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "m.db"
+    Memory.open(path).ingest([FIXTURE], IngestOptions())
+    probe = ("import sys; from memctl.memory import Memory; memory = Memory.open(sys.argv[1]); "
+             "found = memory.recall('billing database', kind='fact').results; memory.stats(); "
+             "print(bool(found), 'sqlite_utils' in sys.modules, memory.connections._writer is None)")
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False", "True"]
+
+
+def test_a_reader_on_a_file_that_is_not_migrated_yet_migrates_it_first(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "fresh.db"
+    sqlite3.connect(path).close()  # an empty file: no schema at all
+    memory = Memory.open(path)
+    assert memory.stats().episodes == 0 and memory.recall("anything").results == []
+    memory.close()

@@ -57,3 +57,9 @@ def test_an_existing_database_upgrades_and_keeps_its_data(tmp_path, cli):
     assert [m.name for m in migrations.applied(upgraded)] == MIGRATIONS
     assert upgraded.execute("SELECT id, extraction FROM episodes").fetchall() == [("ep_1", "structured")]
     assert cli("episodes", "--json", db=path).json()[0]["id"] == "ep_1"
+
+
+def test_readers_know_how_many_migrations_there_are():
+    from memctl.store.connection import SCHEMA_MIGRATIONS
+
+    assert SCHEMA_MIGRATIONS == len(MIGRATIONS)

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
-from typing import Protocol
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Protocol
 
 from memctl.errors import LLMUnavailable
 from memctl.extract import Extractor, Request, Result
@@ -22,6 +20,9 @@ from memctl.model import Assertion, Episode
 from memctl.results import IngestReport
 from memctl.store import batches
 from memctl.store import episodes as store
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 # Episodes handed to an extractor at once (an LLM extractor runs them concurrently).
 EXTRACT_CHUNK = 64

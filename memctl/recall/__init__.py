@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from sqlite_utils import Database
-
 from memctl import times
 from memctl.errors import BadInput, LLMUnavailable
 from memctl.recall import fusion
 from memctl.recall.query import parse
 from memctl.recall.rankers import DEFAULT_RANKERS, Ranker
 from memctl.results import EpisodeHit, Fact, RecallResult
-from memctl.store import search
+from memctl.store import Queryable, search
 from memctl.store.search import Window
 
 Kind = Literal["all", "fact", "episode"]
@@ -29,7 +27,7 @@ KINDS = ("all", "fact", "episode")
 DEPTH = 50
 
 
-def recall(db: Database, query: str, *, now: str, as_of: str | None = None, known_at: str | None = None,
+def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, known_at: str | None = None,
            since: str | None = None, until: str | None = None, limit: int = 10, history: bool = False,
            kind: str = "all", rankers: Sequence[Ranker] = DEFAULT_RANKERS) -> RecallResult:
     """The best facts and episodes for ``query``.
@@ -78,7 +76,7 @@ def recall(db: Database, query: str, *, now: str, as_of: str | None = None, know
                         unavailable=unavailable or None)
 
 
-def facts(db: Database, *, now: str, subject: str | None = None, predicate: str | None = None,
+def facts(db: Queryable, *, now: str, subject: str | None = None, predicate: str | None = None,
           as_of: str | None = None, known_at: str | None = None, history: bool = False,
           limit: int | None = None) -> list[Fact]:
     """Facts without a question, by subject and time: what ``memctl facts`` lists."""

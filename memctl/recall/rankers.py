@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from sqlite_utils import Database
-
 from memctl.recall.fusion import Key
 from memctl.recall.query import Query
-from memctl.store import search
+from memctl.store import Queryable, search
 from memctl.store.search import Window
 
 
@@ -23,7 +21,7 @@ class Ranker(Protocol):
     name: str
     kinds: frozenset[str]  # "fact", "episode"
 
-    def rank(self, db: Database, query: Query, window: Window, limit: int) -> Sequence[Key]: ...
+    def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]: ...
 
 
 class FactText:
@@ -32,7 +30,7 @@ class FactText:
     name = "fact_text"
     kinds = frozenset({"fact"})
 
-    def rank(self, db: Database, query: Query, window: Window, limit: int) -> Sequence[Key]:
+    def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         return [("fact", fact_id) for fact_id in search.facts_matching(db, query.parts(), window, limit)]
 
 
@@ -42,7 +40,7 @@ class EpisodeText:
     name = "episode_text"
     kinds = frozenset({"episode"})
 
-    def rank(self, db: Database, query: Query, window: Window, limit: int) -> Sequence[Key]:
+    def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         return [("episode", episode_id) for episode_id in search.episodes_matching(db, query.parts(), window, limit)]
 
 
@@ -52,7 +50,7 @@ class EntityGraph:
     name = "entity_graph"
     kinds = frozenset({"fact"})
 
-    def rank(self, db: Database, query: Query, window: Window, limit: int) -> Sequence[Key]:
+    def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         named = search.entities_named(db, query.name_keys())
         return [("fact", fact_id) for fact_id in search.facts_about(db, named, query.match(), window, limit)]
 

@@ -18,14 +18,12 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from sqlite_utils import Database
-
 from memctl.embeddings import Embedder
 from memctl.errors import MissingExtra
 from memctl.recall.fusion import Key
 from memctl.recall.query import Query
 from memctl.redact import redact
-from memctl.store import collector_paused
+from memctl.store import Queryable, collector_paused
 from memctl.store import embeddings as store
 from memctl.store.search import Window
 
@@ -49,7 +47,7 @@ class VectorRanker:
         self.embedder = embedder
         self._question = lru_cache(maxsize=cached_questions)(self._embed)
 
-    def rank(self, db: Database, query: Query, window: Window, limit: int) -> Sequence[Key]:
+    def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         import numpy as np
 
         # The question goes to a model: secrets are taken out first, as from stored text.

@@ -6,9 +6,17 @@ import gc
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class Queryable(Protocol):
+    """What a read needs of a connection: a plain ``sqlite3.Connection`` (the readers, which
+    spare a command that only reads the import of sqlite-utils) or a sqlite-utils
+    ``Database`` (the writer)."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
 
 # A batch of whole episodes is one transaction. Each batch re-resolves every slot it
 # touches from all of that slot's assertions, so bigger batches are much cheaper for a

@@ -10,14 +10,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from memctl import times
-from memctl.store import collector_paused
-from memctl.store.schema import migrations
+from memctl.store import Queryable, collector_paused
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 BUSY_TIMEOUT_MS = 60_000
+# Recomputing a slot re-reads its assertions and facts, and recall ranks over big
+# indexes: the default 2 MB page cache cannot hold them, so reads would fall through.
+CACHE_KIB = 65536
+# How many migrations memctl.store.schema has (tests/test_schema.py pins it): a reader
+# that finds them all applied needs neither the writer nor sqlite-utils.
+SCHEMA_MIGRATIONS = 9
 
 Clock = Callable[[], datetime]
 
@@ -45,6 +52,10 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def open_database(path: str | Path) -> Database:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it."""
+    from sqlite_utils import Database
+
+    from memctl.store.schema import migrations
+
     path = Path(path)
     if str(path) != ":memory:":
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,9 +63,7 @@ def open_database(path: str | Path) -> Database:
     db = Database(conn)
     _switch_to_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
-    # Recomputing a slot re-reads its assertions and facts; the default 2 MB page cache
-    # cannot hold the indexes of a 100k-assertion store, so reads fall through to the OS.
-    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA foreign_keys = ON")
     if migrations.pending(db):
@@ -144,20 +153,34 @@ class Connections:
 
     The library opens a database in one thread; a server answers calls on worker
     threads. Writes from any thread go through the one writer, one at a time (an RLock:
-    a write may read). Reads from the opening thread use the writer too, under the same
-    lock, so single-threaded use costs one connection; reads from other threads get a
-    connection of their own, which WAL lets run beside a write. An in-memory database
-    has only the writer: every thread reads through it, under the lock.
+    a write may read), opened on the first write. Reads, from any thread, get a plain
+    ``sqlite3`` connection of their own, which WAL lets run beside a write and which
+    sees what was committed: so a command that only reads opens no writer and imports no
+    sqlite-utils. An in-memory database has only the writer: every thread reads through
+    it, under the lock.
     """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.writer = open_database(path)
+        self._writer: Database | None = None
         self._lock = threading.RLock()
-        self._owner = threading.get_ident()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()  # not the writer's lock: a reader never waits for a write
+        if self.in_memory:
+            self._writer = open_database(self.path)
+
+    @property
+    def in_memory(self) -> bool:
+        return str(self.path) == ":memory:"
+
+    @property
+    def writer(self) -> Database:
+        """The one writer, opened (and the schema migrated) on first use."""
+        with self._lock:
+            if self._writer is None:
+                self._writer = open_database(self.path)
+            return self._writer
 
     @contextmanager
     def writing(self) -> Iterator[Database]:
@@ -166,19 +189,22 @@ class Connections:
             yield self.writer
 
     @contextmanager
-    def reading(self) -> Iterator[Database]:
+    def reading(self) -> Iterator[Queryable]:
         """A connection to read from in this thread."""
-        if threading.get_ident() == self._owner or str(self.path) == ":memory:":
+        if self.in_memory:
             with self._lock:
                 yield self.writer
             return
-        reader = getattr(self._local, "db", None)
+        reader = getattr(self._local, "conn", None)
         if reader is None:
-            conn = _connect(self.path)
-            conn.execute("PRAGMA query_only = ON")
+            if not _schema_is_current(self.path):
+                self.writer  # noqa: B018  (opening it migrates the file, or creates it)
+            reader = _connect(self.path)
+            reader.execute("PRAGMA query_only = ON")
+            reader.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             with self._readers_lock:
-                self._readers.append(conn)
-            reader = self._local.db = Database(conn)
+                self._readers.append(reader)
+            self._local.conn = reader
         yield reader
 
     def close(self) -> None:
@@ -186,7 +212,22 @@ class Connections:
             for conn in self._readers:
                 conn.close()
             self._readers.clear()
-            self.writer.conn.close()
+            if self._writer is not None:
+                self._writer.conn.close()
+
+
+def _schema_is_current(path: Path) -> bool:
+    """Whether the file exists with every migration applied (by this memctl or a newer one)."""
+    if not path.exists():
+        return False
+    conn = _connect(path)
+    try:
+        applied = conn.execute("SELECT count(*) FROM _sqlite_migrations WHERE migration_set = 'memctl'").fetchone()[0]
+    except sqlite3.OperationalError:  # no such table: a new or foreign file
+        return False
+    finally:
+        conn.close()
+    return applied >= SCHEMA_MIGRATIONS
 
 
 def transaction_time(db: Database, clock: Clock) -> str:

@@ -13,11 +13,13 @@ import math
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from sqlite_utils import Database
-
-from memctl.store import in_chunks
+from memctl.store import Queryable, in_chunks
 from memctl.store.search import Window, episode_window, fact_window
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 DTYPE = "<f4"
 
@@ -91,7 +93,7 @@ def put_vectors(db: Database, model: str, rows: Iterable[tuple[str, Sequence[flo
 # --- what the ranker reads ----------------------------------------------------------------
 
 
-def texts_in_window(db: Database, window: Window) -> dict[str, list[Item]]:
+def texts_in_window(db: Queryable, window: Window) -> dict[str, list[Item]]:
     """Every fact and episode in the window, by the hash of its text."""
     facts, fact_params = fact_window("f", window)
     episodes, episode_params = episode_window("e", window)
@@ -105,7 +107,7 @@ def texts_in_window(db: Database, window: Window) -> dict[str, list[Item]]:
     return found
 
 
-def vectors(db: Database, model: str, size: int, chunk: int = 8192) -> Iterator[list[tuple[str, bytes]]]:
+def vectors(db: Queryable, model: str, size: int, chunk: int = 8192) -> Iterator[list[tuple[str, bytes]]]:
     """(text hash, vector) of every vector of ``size`` bytes from ``model``, in chunks of
     rows. Read in storage order: looking up each text's vector in turn reads the file
     at random, four times slower at 100k texts. Vectors of another size (the model's

@@ -11,10 +11,12 @@ functions in its own transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from memctl.store import in_chunks
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 def index_texts(db: Database, texts: Iterable[tuple[str, str]], *, replacing: Iterable[str] = ()) -> None:

@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Protocol
 
 from memctl import names
 from memctl.model import Assertion, Episode
@@ -20,6 +18,9 @@ from memctl.store.embeddings import forget_vectors
 from memctl.store.episode_index import forget_texts, hold, index_texts, release
 from memctl.store.facts import Slot, SlotChanges, Value, recompute_slots
 from memctl.store.naming import mention_rank, name_from_new_mentions, rename_entities
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 @dataclass

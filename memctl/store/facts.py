@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from memctl.resolve import ResolvedFact, SlotAssertion, resolve_slot, slot_cardinality
 from memctl.store import in_chunks
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 Slot = tuple[int, str]  # (subject_id, predicate_key)
 Value = tuple[int, str, int]  # (subject_id, predicate_key, object_id)

@@ -9,11 +9,12 @@ compare a few new ranks with it instead of reading every mention again.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, NamedTuple
 
 from memctl.store import in_chunks
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 # The order of mentions that decides a name, as one fixed-width string, so SQL and
 # Python compare it alike: time, end before start (the head), then reference time,

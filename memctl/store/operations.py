@@ -12,11 +12,13 @@ import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from memctl.results import Operation
+from memctl.store import Queryable
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 def new_operation_id() -> str:
@@ -86,7 +88,7 @@ def journaled_row(db: Database, operation_id: str) -> Journaled:
     return Journaled(status, at, json.loads(command or "{}"), json.loads(episode_ids or "[]"))
 
 
-def operations(db: Database) -> list[Operation]:
+def operations(db: Queryable) -> list[Operation]:
     return [
         Operation(id=r[0], kind=r[1], at=r[2], finished_at=r[3], status=r[4], command=json.loads(r[5] or "{}"),
                   counts=json.loads(r[6] or "{}"))

@@ -10,10 +10,8 @@ whole history is asked for, valid at ``as_of`` (``valid_at <= T < invalid_at``).
 
 from __future__ import annotations
 
-from sqlite_utils import Database
-
 from memctl.results import EpisodeDetail, EpisodeSummary, Fact, FactStatus, Stats, StoredAssertion
-from memctl.store import in_chunks
+from memctl.store import Queryable, in_chunks
 
 
 def time_window(alias: str, *, known_at: str | None, as_of: str | None = None) -> tuple[str, list]:
@@ -35,7 +33,7 @@ def fact_status(invalid_at: str | None, end_reason: str | None, as_of: str) -> F
     return "superseded" if end_reason == "superseded" else "ended"
 
 
-def _facts(db: Database, condition: str, params: list, *, order: str, limit: int | None = None,
+def _facts(db: Queryable, condition: str, params: list, *, order: str, limit: int | None = None,
            search: str | None = None) -> list[tuple[Fact, str, float | None]]:
     """Facts with names, each with its predicate key and (with ``search``) its BM25 rank."""
     join = "JOIN facts_fts ON facts_fts.rowid = f.id" if search is not None else ""
@@ -59,7 +57,7 @@ def _facts(db: Database, condition: str, params: list, *, order: str, limit: int
                   cardinality=r[10]), r[11], r[12]) for r in rows]
 
 
-def facts_of_subject(db: Database, subject_id: int, now: str) -> list[tuple[Fact, str]]:
+def facts_of_subject(db: Queryable, subject_id: int, now: str) -> list[tuple[Fact, str]]:
     """Every current version of every slot of an entity, with its predicate key, by slot and time."""
     condition, params = time_window("f", known_at=None)
     facts = _facts(db, f"{condition} AND f.subject_id = ?", [*params, subject_id],
@@ -70,7 +68,7 @@ def facts_of_subject(db: Database, subject_id: int, now: str) -> list[tuple[Fact
     return [(fact, key) for fact, key, _ in facts]
 
 
-def facts_of_episode(db: Database, episode_id: str, now: str) -> list[Fact]:
+def facts_of_episode(db: Queryable, episode_id: str, now: str) -> list[Fact]:
     """The current facts an episode's active assertions support."""
     condition, params = time_window("f", known_at=None)
     facts = _facts(db, f"""{condition} AND f.id IN (
@@ -83,7 +81,7 @@ def facts_of_episode(db: Database, episode_id: str, now: str) -> list[Fact]:
     return [fact for fact, _, _ in facts]
 
 
-def attach_episodes(db: Database, facts: list[Fact], known_at: str | None) -> None:
+def attach_episodes(db: Queryable, facts: list[Fact], known_at: str | None) -> None:
     """Each fact's supporting episodes, as they stood at ``known_at`` (or now)."""
     if not facts:
         return
@@ -107,7 +105,7 @@ def attach_episodes(db: Database, facts: list[Fact], known_at: str | None) -> No
         fact.episodes = by_fact.get(fact.fact_id, [])
 
 
-def ids_with_prefix(db: Database, table: str, prefix: str) -> list[str]:
+def ids_with_prefix(db: Queryable, table: str, prefix: str) -> list[str]:
     """Ids in ``table`` (episodes or operations) that start with ``prefix``; a few at most."""
     assert table in ("episodes", "operations")
     return [row[0] for row in db.execute(
@@ -115,24 +113,24 @@ def ids_with_prefix(db: Database, table: str, prefix: str) -> list[str]:
     ).fetchall()]
 
 
-def episode_ids_of_operation(db: Database, operation_id: str) -> list[str]:
+def episode_ids_of_operation(db: Queryable, operation_id: str) -> list[str]:
     return [row[0] for row in db.execute(
         "SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", [operation_id]).fetchall()]
 
 
-def episode_ids_of_source(db: Database, source: str) -> list[str]:
+def episode_ids_of_source(db: Queryable, source: str) -> list[str]:
     return [row[0] for row in db.execute(
         "SELECT id FROM episodes WHERE source = ? ORDER BY position", [source]).fetchall()]
 
 
-def episode_statuses(db: Database, episode_ids: list[str]) -> dict[str, str]:
+def episode_statuses(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
     statuses: dict[str, str] = {}
     for chunk, marks in in_chunks(episode_ids):
         statuses.update(db.execute(f"SELECT id, status FROM episodes WHERE id IN ({marks})", chunk).fetchall())
     return statuses
 
 
-def episodes(db: Database, *, source: str | None, status: str | None, limit: int | None) -> list[EpisodeSummary]:
+def episodes(db: Queryable, *, source: str | None, status: str | None, limit: int | None) -> list[EpisodeSummary]:
     where, params = ["1"], []
     if source is not None:
         where.append("source = ?")
@@ -149,7 +147,7 @@ def episodes(db: Database, *, source: str | None, status: str | None, limit: int
     return [EpisodeSummary(*row) for row in rows]
 
 
-def episode(db: Database, episode_id: str, now: str) -> EpisodeDetail:
+def episode(db: Queryable, episode_id: str, now: str) -> EpisodeDetail:
     row = db.execute(
         """SELECT id, source, position, source_id, format, content, content_hash, reference_time,
                   reference_time_source, status, created_at, operation_id, extraction, extraction_error
@@ -164,13 +162,13 @@ def episode(db: Database, episode_id: str, now: str) -> EpisodeDetail:
     return detail
 
 
-def entity_named(db: Database, name_key: str) -> tuple[int, str] | None:
+def entity_named(db: Queryable, name_key: str) -> tuple[int, str] | None:
     """(id, name as shown) of the entity with this matching key."""
     row = db.execute("SELECT id, name FROM entities WHERE name_key = ?", [name_key]).fetchone()
     return None if row is None else (row[0], row[1])
 
 
-def stats(db: Database, now: str) -> Stats:
+def stats(db: Queryable, now: str) -> Stats:
     def one(sql: str, *params: str) -> int:
         return db.execute(sql, params).fetchone()[0]
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, NamedTuple
 
 from memctl.extract.dates import MIDNIGHT
 from memctl.store import in_chunks
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 Dated = tuple[str | None, str | None, str | None]  # a date column's (value, evidence, precision)
 

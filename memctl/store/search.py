@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
 from memctl.results import EpisodeHit, Fact
-from memctl.store import in_chunks
+from memctl.store import Queryable, in_chunks
 from memctl.store.reads import attach_episodes, fact_status, time_window
 
 
@@ -68,7 +66,7 @@ def episode_window(alias: str, window: Window) -> tuple[str, list]:
 # --- rankers -------------------------------------------------------------------------
 
 
-def facts_matching(db: Database, parts: list[str], window: Window, limit: int) -> list[int]:
+def facts_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[int]:
     """Facts whose text or names match any of the FTS5 strings, best BM25 first."""
     condition, params = fact_window("f", window)
     return _best_in_window(db, "facts_fts", parts, limit, lambda ranked, ranked_params: db.execute(
@@ -76,7 +74,7 @@ def facts_matching(db: Database, parts: list[str], window: Window, limit: int) -
             WHERE {condition} ORDER BY t.rank, f.valid_at, f.id LIMIT ?""", [*ranked_params, *params, limit]))
 
 
-def episodes_matching(db: Database, parts: list[str], window: Window, limit: int) -> list[str]:
+def episodes_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[str]:
     """Episodes whose text matches any of the FTS5 strings, best BM25 first."""
     condition, params = episode_window("e", window)
     return _best_in_window(db, "episodes_fts", parts, limit, lambda ranked, ranked_params: db.execute(
@@ -90,7 +88,7 @@ def episodes_matching(db: Database, parts: list[str], window: Window, limit: int
 COMMON_SHARE = 0.1
 
 
-def _best_in_window(db: Database, table: str, parts: list[str], limit: int, in_window) -> list:
+def _best_in_window(db: Queryable, table: str, parts: list[str], limit: int, in_window) -> list:
     """The best ``limit`` rows of ``table`` for ``parts`` that are in the window.
 
     BM25 ranks in FTS5 alone first, without the joins the window needs; the best
@@ -114,7 +112,7 @@ def _best_in_window(db: Database, table: str, parts: list[str], limit: int, in_w
         candidates *= 8
 
 
-def _without_common_terms(db: Database, table: str, parts: list[str], limit: int) -> list[str]:
+def _without_common_terms(db: Queryable, table: str, parts: list[str], limit: int) -> list[str]:
     """``parts`` without the common terms, when the rarer ones alone match enough texts."""
     if len(parts) < 2:
         return parts
@@ -125,14 +123,14 @@ def _without_common_terms(db: Database, table: str, parts: list[str], limit: int
     return rare if rare and sum(counts[part] for part in rare) >= 4 * limit else parts
 
 
-def entities_named(db: Database, name_keys: list[str]) -> list[int]:
+def entities_named(db: Queryable, name_keys: list[str]) -> list[int]:
     found: list[int] = []
     for chunk, marks in in_chunks(name_keys):
         found += [row[0] for row in db.execute(f"SELECT id FROM entities WHERE name_key IN ({marks})", chunk)]
     return found
 
 
-def facts_about(db: Database, entity_ids: list[int], match: str, window: Window, limit: int) -> list[int]:
+def facts_about(db: Queryable, entity_ids: list[int], match: str, window: Window, limit: int) -> list[int]:
     """Facts about the entities (as subject or object), those naming more of them first,
     then those whose words match too, then the latest; then facts about their one-hop
     neighbours, the entities at the other end of those facts.
@@ -151,7 +149,7 @@ def facts_about(db: Database, entity_ids: list[int], match: str, window: Window,
 MAX_ENTITIES = 200
 
 
-def _facts_of(db: Database, entity_ids: list[int], match: str, window: Window, limit: int, *,
+def _facts_of(db: Queryable, entity_ids: list[int], match: str, window: Window, limit: int, *,
               as_object: bool) -> list[tuple[int, int, int]]:
     """(fact id, subject id, object id) of facts whose subject (or object) is one of the entities."""
     if not entity_ids:
@@ -172,7 +170,7 @@ def _facts_of(db: Database, entity_ids: list[int], match: str, window: Window, l
 # --- reading what the rankers found ------------------------------------------------------
 
 
-def facts_by_id(db: Database, fact_ids: list[int], window: Window) -> dict[int, Fact]:
+def facts_by_id(db: Queryable, fact_ids: list[int], window: Window) -> dict[int, Fact]:
     """The facts, with names, status at ``as_of`` and supporting episodes as held at ``known_at``."""
     found: dict[int, Fact] = {}
     for chunk, marks in in_chunks(fact_ids):
@@ -191,7 +189,7 @@ def facts_by_id(db: Database, fact_ids: list[int], window: Window) -> dict[int, 
 SNIPPET_WORDS = 24
 
 
-def episodes_by_id(db: Database, episode_ids: list[str], match: str) -> dict[str, EpisodeHit]:
+def episodes_by_id(db: Queryable, episode_ids: list[str], match: str) -> dict[str, EpisodeHit]:
     """The episodes, each with a snippet around the words ``match`` found in it (marked
     ``**like this**``), or its opening when they are not in its text."""
     found: dict[str, EpisodeHit] = {}
@@ -214,7 +212,7 @@ def _opening(text: str) -> str:
     return " ".join(words[:SNIPPET_WORDS]) + ("…" if len(words) > SNIPPET_WORDS else "")
 
 
-def facts_listed(db: Database, window: Window, *, subject_key: str | None, predicate_key: str | None,
+def facts_listed(db: Queryable, window: Window, *, subject_key: str | None, predicate_key: str | None,
                  limit: int | None) -> list[Fact]:
     """Facts in the window, of one subject and one predicate if given, by subject, slot and time."""
     condition, params = fact_window("f", window)
