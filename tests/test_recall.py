@@ -220,3 +220,15 @@ def test_the_fact_rankers_apply_the_window_before_their_limit(memory, tmp_path):
         subject = memory.db.execute("SELECT s.name FROM facts f JOIN entities s ON s.id = f.subject_id "
                                     "WHERE f.id = ?", [found[1]]).fetchone()[0]
         assert subject == "old service", ranker.name
+
+
+def test_a_fact_matching_one_word_of_a_longer_question_is_chance_not_an_answer(memory, tmp_path):
+    lines = [{"reference_time": "2024-01-01", "facts": [
+        {"subject": "Felix", "predicate": "lives in", "object": "Dublin", "fact": "Felix just moved to Dublin."},
+        {"subject": "Priya", "predicate": "lives in", "object": "Nairobi", "fact": "Priya just moved to Nairobi."}]}]
+    memory.ingest([write_jsonl(tmp_path / "m.jsonl", lines)], IngestOptions())
+    found = FactText().rank(memory.db, parse("where did Priya live before moving to Nairobi"),
+                            Window(as_of=memory.now()), 10)
+    texts = [memory.db.execute("SELECT fact FROM facts WHERE id = ?", [fact_id]).fetchone()[0] for _, fact_id in found]
+    assert texts == ["Priya just moved to Nairobi."]
+    assert len(FactText().rank(memory.db, parse("moved"), Window(as_of=memory.now()), 10)) == 2  # one word: both

@@ -121,9 +121,13 @@ _TIME_WORD = re.compile(r"^(?:(?:19|20)\d\d|q[1-4]|spring|summer|autumn|fall|win
                         r"day|today|yesterday|weeks|months|years|days|early|late|mid)$")
 
 
+# The present, which every question is asked in unless a window says otherwise.
+PRESENT_WORDS = frozenset({"now", "currently", "nowadays", "presently", "anymore"})
+
+
 def is_time_word(word: str) -> bool:
-    """``word`` (lower case) names a time: a month, a year, a season, "ago"..."""
-    return word in MONTH_NUMBER or bool(_TIME_WORD.match(word))
+    """``word`` (lower case) names a time: a month, a year, a season, "ago", "now"..."""
+    return word in MONTH_NUMBER or word in PRESENT_WORDS or bool(_TIME_WORD.match(word))
 
 
 MIDNIGHT = "T00:00:00.000000Z"  # what follows the day in a stored instant at clean midnight UTC

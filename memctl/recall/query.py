@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from memctl.errors import BadInput
-from memctl.extract.dates import is_time_word
+from memctl.extract.dates import PRESENT_WORDS, is_time_word
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PHRASE = re.compile(r'"([^"]*)"')
@@ -71,7 +71,8 @@ def parse(text: str, *, timed: bool = False) -> Query:
 
     ``timed``: the question comes with a time window (``--as-of``, ``--since``,
     ``--until``), so its words for that time ("back in May 2024") are the window's, and
-    do not search: they would find every text that mentions May.
+    do not search: they would find every text that mentions May. Words for the present
+    ("now", "currently") never search: without a window, the present is the window.
     """
     phrases: dict[tuple[str, ...], None] = {}
     for quoted in _PHRASE.findall(text):
@@ -85,7 +86,8 @@ def parse(text: str, *, timed: bool = False) -> Query:
     loose = [word.lower() for word in _WORD.findall(_PHRASE.sub(lambda m: " " if len(_WORD.findall(m.group(1))) > 1
                                                                   else m.group(1), text))]
     distinct = list(dict.fromkeys(loose))
-    content = [word for word in distinct if word not in stop_words() and not (timed and is_time_word(word))]
+    content = [word for word in distinct if word not in stop_words() and word not in PRESENT_WORDS
+               and not (timed and is_time_word(word))]
     kept_phrases = tuple(phrases)[:MAX_TERMS]
     terms = tuple((content or ([] if kept_phrases else distinct))[:max(MAX_TERMS - len(kept_phrases), 1)])
     return Query(text=text, words=words[:MAX_TERMS * MAX_NAME_WORDS], terms=terms, phrases=kept_phrases)

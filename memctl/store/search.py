@@ -67,11 +67,24 @@ def episode_window(alias: str, window: Window) -> tuple[str, list]:
 
 
 def facts_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[int]:
-    """Facts whose text or names match any of the FTS5 strings, best BM25 first."""
+    """Facts whose text or names match the FTS5 strings, best BM25 first.
+
+    A fact is one short sentence: one word of a longer question in it ("moved", "now")
+    is chance, not an answer. With two or more terms, a fact must match two of them.
+    """
     condition, params = fact_window("f", window)
-    return _best_in_window(db, "facts_fts", parts, limit, lambda ranked, ranked_params: db.execute(
+    found = _best_in_window(db, "facts_fts", parts, limit, lambda ranked, ranked_params: db.execute(
         f"""SELECT f.id FROM ({ranked}) t CROSS JOIN facts f ON f.id = t.rowid
             WHERE {condition} ORDER BY t.rank, f.valid_at, f.id LIMIT ?""", [*ranked_params, *params, limit]))
+    if len(parts) < 2 or not found:
+        return found
+    matched: dict[int, int] = {}
+    marks = ", ".join("?" * len(found))
+    for part in parts:
+        for (fact_id,) in db.execute(f"SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? AND rowid IN ({marks})",
+                                     [part, *found]):
+            matched[fact_id] = matched.get(fact_id, 0) + 1
+    return [fact_id for fact_id in found if matched.get(fact_id, 0) >= 2]
 
 
 def episodes_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[str]:
