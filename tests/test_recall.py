@@ -224,7 +224,7 @@ def test_the_fact_rankers_apply_the_window_before_their_limit(memory, tmp_path):
 
 def test_a_fact_matching_one_word_of_a_longer_question_is_chance_not_an_answer(memory, tmp_path):
     lines = [{"reference_time": "2024-01-01", "facts": [
-        {"subject": "Felix", "predicate": "lives in", "object": "Dublin", "fact": "Felix just moved to Dublin."},
+        {"subject": "Felix", "predicate": "is based in", "object": "Dublin", "fact": "Felix just moved to Dublin."},
         {"subject": "Priya", "predicate": "lives in", "object": "Nairobi", "fact": "Priya just moved to Nairobi."}]}]
     memory.ingest([write_jsonl(tmp_path / "m.jsonl", lines)], IngestOptions())
     found = FactText().rank(memory.db, parse("where did Priya live before moving to Nairobi"),
