@@ -288,7 +288,8 @@ def test_undo_of_a_large_file_by_source(cli, tmp_path):
         for i in range(1200)
     ])
     assert cli("ingest", big).code == 0
-    assert len(cli("recall", "--kind", "fact", "svc1 uses", "--history", "--limit", "5000", "--json").json()["results"]) == 1200
+    # one word: a fact of a two-word question must match both ("svc1 uses" would find svc1's 24)
+    assert len(cli("recall", "--kind", "fact", "uses", "--history", "--limit", "5000", "--json").json()["results"]) == 1200
     done = cli("undo", "--source", big, "--apply", "--json").json()
     assert len(done["episodes"]) == 1200 and len(done["removed"]) == 1200
     assert cli("stats", "--json").json()["assertions"] == 0
