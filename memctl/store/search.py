@@ -75,16 +75,20 @@ def facts_matching(db: Queryable, parts: list[str], window: Window, limit: int) 
     is chance, not an answer. With two or more terms, a fact must match two of them.
     """
     condition, params = fact_window("f", window)
+    # Many fact versions fall outside a window (superseded, ended, expired): start deep.
     found = _best_in_window(db, "facts_fts", parts, limit, lambda ranked, ranked_params: db.execute(
         f"""SELECT f.id FROM ({ranked}) t CROSS JOIN facts f ON f.id = t.rowid
-            WHERE {condition} ORDER BY t.rank, f.valid_at, f.id LIMIT ?""", [*ranked_params, *params, limit]))
+            WHERE {condition} ORDER BY t.rank, f.valid_at, f.id LIMIT ?""", [*ranked_params, *params, limit]),
+        first=16)
     if len(parts) < 2 or not found:
         return found
+    texts: dict[int, str] = {}
+    for chunk, marks in in_chunks(found):
+        texts.update((row[0], " ".join(row[1:])) for row in db.execute(
+            f"SELECT rowid, fact, subject, predicate, object FROM facts_fts WHERE rowid IN ({marks})", chunk))
     matched: dict[int, int] = {}
-    marks = ", ".join("?" * len(found))
-    for part in parts:
-        for (fact_id,) in db.execute(f"SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? AND rowid IN ({marks})",
-                                     [part, *found]):
+    for scores in scratch_bm25(texts, parts):
+        for fact_id in scores:
             matched[fact_id] = matched.get(fact_id, 0) + 1
     return [fact_id for fact_id in found if matched.get(fact_id, 0) >= 2]
 
@@ -95,7 +99,8 @@ def episodes_matching(db: Queryable, parts: list[str], window: Window, limit: in
     return _best_in_window(db, "episodes_fts", parts, limit, lambda ranked, ranked_params: db.execute(
         f"""SELECT e.id FROM ({ranked}) t CROSS JOIN episode_texts x ON x.text_id = t.rowid
                  CROSS JOIN episodes e ON e.id = x.episode_id
-            WHERE {condition} ORDER BY t.rank, e.reference_time, e.id LIMIT ?""", [*ranked_params, *params, limit]))
+            WHERE {condition} ORDER BY t.rank, e.reference_time, e.id LIMIT ?""", [*ranked_params, *params, limit]),
+        first=4)
 
 
 # A term in more than this share of the texts weighs little in BM25 (its idf is low);
@@ -103,7 +108,7 @@ def episodes_matching(db: Queryable, parts: list[str], window: Window, limit: in
 COMMON_SHARE = 0.1
 
 
-def _best_in_window(db: Queryable, table: str, parts: list[str], limit: int, in_window) -> list:
+def _best_in_window(db: Queryable, table: str, parts: list[str], limit: int, in_window, *, first: int) -> list:
     """The best ``limit`` rows of ``table`` for ``parts`` that are in the window.
 
     BM25 ranks in FTS5 alone first, without the joins the window needs; the best
@@ -114,7 +119,9 @@ def _best_in_window(db: Queryable, table: str, parts: list[str], limit: int, in_
     parts = _without_common_terms(db, table, parts, limit)
     match = " OR ".join(parts)
     matches = None
-    candidates = 4 * limit
+    # ``first`` times ``limit`` candidates at first: every further pass ranks every match
+    # again, so a table whose rows often fall outside the window starts deeper.
+    candidates = first * limit
     while True:
         ranked = f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?"
         found = [row[0] for row in in_window(ranked, [match, candidates])]
@@ -178,7 +185,7 @@ def _facts_of(db: Queryable, entity_ids: list[int], match: str, window: Window, 
             FROM facts f WHERE {about} AND {condition}
             ORDER BY 4 DESC, f.valid_at DESC, f.id LIMIT ?""",
         [*entity_ids, *entity_ids, *entity_ids, *(entity_ids if as_object else []), *params, 4 * limit]).fetchall()
-    scores = scratch_bm25({row[0]: row[4] for row in rows}, match)
+    (scores,) = scratch_bm25({row[0]: row[4] for row in rows}, [match])
     # Stable: the latest first among facts that name as many entities and match as well.
     rows.sort(key=lambda row: (-row[3], row[0] not in scores, scores.get(row[0], 0.0)))
     return [(row[0], row[1], row[2]) for row in rows[:limit]]
@@ -187,20 +194,22 @@ def _facts_of(db: Queryable, entity_ids: list[int], match: str, window: Window, 
 _scratch = threading.local()
 
 
-def scratch_bm25(texts: dict[int, str], match: str) -> dict[int, float]:
-    """BM25 (lower is better) of a few texts that ``match`` finds, by id, in a scratch
-    FTS5 table of this thread with the index's tokenizer: the words match exactly as in
-    the index. Asking the index itself about a few hundred given rows costs more: FTS5
-    evaluates an OR of common words once per row (250 ms for a thousand)."""
+def scratch_bm25(texts: dict[int, str], matches: list[str]) -> list[dict[int, float]]:
+    """For each FTS5 expression, the BM25 (lower is better) of the few ``texts`` it finds,
+    by id, in a scratch FTS5 table of this thread with the index's tokenizer: the words
+    match exactly as in the index. Asking the index itself about a few hundred given
+    rows costs more: FTS5 evaluates an OR of common words once per row (250 ms for a
+    thousand)."""
     if not texts:
-        return {}
+        return [{} for _ in matches]
     conn = getattr(_scratch, "conn", None)
     if conn is None:
         conn = _scratch.conn = sqlite3.connect(":memory:")
         conn.execute("CREATE VIRTUAL TABLE texts USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2')")
     conn.execute("DELETE FROM texts")
     conn.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts.items())
-    return dict(conn.execute("SELECT rowid, bm25(texts) FROM texts WHERE texts MATCH ?", [match]).fetchall())
+    return [dict(conn.execute("SELECT rowid, bm25(texts) FROM texts WHERE texts MATCH ?", [match]).fetchall())
+            for match in matches]
 
 
 # --- reading what the rankers found ------------------------------------------------------
