@@ -315,9 +315,10 @@ def embed(
     ingested before one was, or after the endpoint was down.
     Example: MEMCTL_EMBEDDINGS_MODEL=local:wordllama memctl embed
     """
-    from memctl.embeddings import configured_embedder
+    from memctl.embeddings import embeddings_model_named
 
-    if configured_embedder(embeddings_model) is None:
+    # Only the name: building the embedder (a local model loads its weights) is embed's.
+    if embeddings_model_named(embeddings_model) is None:
         raise BadInput("no embeddings model: pass --embeddings-model or set MEMCTL_EMBEDDINGS_MODEL")
     embedded = _memory(embeddings_model=embeddings_model).embed()
     if as_json:

@@ -27,7 +27,6 @@ from memctl.store.connection import write_transaction
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-if TYPE_CHECKING:
     from memctl.extract.llm import Retries
 
 BATCH = 64  # texts per call: far under any endpoint's request limit, and a refused batch is cheap to split

@@ -187,6 +187,11 @@ def test_facts_lists_without_a_question(cli):
     every = cli("facts", "--subject", "billing", "--predicate", "primary_database", "--history", "--json").json()
     assert [f["object"] for f in every] == ["MySQL", "Postgres"]
     assert cli("facts").code == 0
+    for bad, flag in ((["--limit", "0"], "--limit"), (["--as-of", "yesterday"], "--as-of")):
+        run = cli("facts", *bad)
+        assert run.code == 2 and run.err.count("\n") == 1 and flag in run.err
+    run = cli("recall", "billing", "--since", "2024-06-01", "--until", "2024-01-01")
+    assert run.code == 2 and "--since must be before" in run.err
 
 
 def test_library_recall_takes_the_rankers_it_is_given(frontend):

@@ -69,7 +69,12 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     episodes = search.episodes_by_id(db, [str(key[1]) for key, _ in best if key[0] == "episode"], parsed.match())
     results: list[Fact | EpisodeHit] = []
     for (item_kind, item_id), score in best:
-        item: Fact | EpisodeHit = facts[int(item_id)] if item_kind == "fact" else episodes[str(item_id)]
+        item: Fact | EpisodeHit
+        if item_kind == "fact":
+            item = facts[int(item_id)]
+            item.kind = "fact"  # a mixed list says what each result is
+        else:
+            item = episodes[str(item_id)]
         item.score = round(score, 6)
         results.append(item)
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,

@@ -33,52 +33,49 @@ def fact_status(invalid_at: str | None, end_reason: str | None, as_of: str) -> F
     return "superseded" if end_reason == "superseded" else "ended"
 
 
-def _facts(db: Queryable, condition: str, params: list, *, order: str, limit: int | None = None,
-           search: str | None = None) -> list[tuple[Fact, str, float | None]]:
-    """Facts with names, each with its predicate key and (with ``search``) its BM25 rank."""
-    join = "JOIN facts_fts ON facts_fts.rowid = f.id" if search is not None else ""
-    match = "facts_fts MATCH ? AND " if search is not None else ""
-    rank = "bm25(facts_fts)" if search is not None else "NULL"
+def facts_where(db: Queryable, condition: str, params: list, *, order: str,
+                limit: int | None = None) -> list[tuple[Fact, str]]:
+    """Facts with names, each with its predicate key; ``condition`` names the facts ``f``."""
     rows = db.execute(
         f"""
         SELECT f.id, f.fact, s.name, f.predicate, o.name, f.valid_at, f.invalid_at, f.end_reason, f.created_at,
-               f.expired_at, f.cardinality, f.predicate_key, {rank}
-        FROM facts f {join}
+               f.expired_at, f.cardinality, f.predicate_key
+        FROM facts f
         JOIN entities s ON s.id = f.subject_id
         JOIN entities o ON o.id = f.object_id
-        WHERE {match}{condition}
+        WHERE {condition}
         ORDER BY {order}
         {"LIMIT ?" if limit is not None else ""}
         """,
-        ([search] if search is not None else []) + params + ([limit] if limit is not None else []),
+        params + ([limit] if limit is not None else []),
     ).fetchall()
     return [(Fact(fact_id=r[0], fact=r[1], subject=r[2], predicate=r[3], object=r[4], predicate_key=None,
                   valid_at=r[5], invalid_at=r[6], end_reason=r[7], created_at=r[8], expired_at=r[9],
-                  cardinality=r[10]), r[11], r[12]) for r in rows]
+                  cardinality=r[10]), r[11]) for r in rows]
 
 
 def facts_of_subject(db: Queryable, subject_id: int, now: str) -> list[tuple[Fact, str]]:
     """Every current version of every slot of an entity, with its predicate key, by slot and time."""
     condition, params = time_window("f", known_at=None)
-    facts = _facts(db, f"{condition} AND f.subject_id = ?", [*params, subject_id],
-                   order="f.predicate_key, f.valid_at, f.id")
-    for fact, _, _ in facts:
+    facts = facts_where(db, f"{condition} AND f.subject_id = ?", [*params, subject_id],
+                        order="f.predicate_key, f.valid_at, f.id")
+    for fact, _ in facts:
         fact.status = fact_status(fact.invalid_at, fact.end_reason, now)
-    attach_episodes(db, [fact for fact, _, _ in facts], None)
-    return [(fact, key) for fact, key, _ in facts]
+    attach_episodes(db, [fact for fact, _ in facts], None)
+    return facts
 
 
 def facts_of_episode(db: Queryable, episode_id: str, now: str) -> list[Fact]:
     """The current facts an episode's active assertions support."""
     condition, params = time_window("f", known_at=None)
-    facts = _facts(db, f"""{condition} AND f.id IN (
+    facts = facts_where(db, f"""{condition} AND f.id IN (
                             SELECT p.fact_id FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id
                             WHERE a.episode_id = ? AND a.expired_at IS NULL)""",
                    [*params, episode_id], order="f.valid_at, f.id")
-    for fact, key, _ in facts:
+    for fact, key in facts:
         fact.predicate_key = key
         fact.status = fact_status(fact.invalid_at, fact.end_reason, now)
-    return [fact for fact, _, _ in facts]
+    return [fact for fact, _ in facts]
 
 
 def attach_episodes(db: Queryable, facts: list[Fact], known_at: str | None) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from memctl.results import EpisodeHit, Fact
 from memctl.store import Queryable, in_chunks
-from memctl.store.reads import attach_episodes, fact_status, time_window
+from memctl.store.reads import attach_episodes, fact_status, facts_where, time_window
 
 
 @dataclass(frozen=True)
@@ -223,14 +223,9 @@ def facts_by_id(db: Queryable, fact_ids: list[int], window: Window) -> dict[int,
     """The facts, with names, status at ``as_of`` and supporting episodes as held at ``known_at``."""
     found: dict[int, Fact] = {}
     for chunk, marks in in_chunks(fact_ids):
-        for r in db.execute(
-            f"""SELECT f.id, f.fact, s.name, f.predicate, o.name, f.valid_at, f.invalid_at, f.end_reason, f.created_at,
-                       f.expired_at, f.cardinality
-                FROM facts f JOIN entities s ON s.id = f.subject_id JOIN entities o ON o.id = f.object_id
-                WHERE f.id IN ({marks})""", chunk):
-            found[r[0]] = Fact(fact_id=r[0], fact=r[1], subject=r[2], predicate=r[3], object=r[4], predicate_key=None,
-                               valid_at=r[5], invalid_at=r[6], end_reason=r[7], created_at=r[8], expired_at=r[9],
-                               cardinality=r[10], status=fact_status(r[6], r[7], window.as_of), kind="fact")
+        for fact, _ in facts_where(db, f"f.id IN ({marks})", chunk, order="f.id"):
+            fact.status = fact_status(fact.invalid_at, fact.end_reason, window.as_of)
+            found[fact.fact_id] = fact
     attach_episodes(db, list(found.values()), window.known_at)
     return found
 
@@ -276,6 +271,4 @@ def facts_listed(db: Queryable, window: Window, *, subject_key: str | None, pred
             ORDER BY s.name_key, f.predicate_key, f.valid_at, f.id {"LIMIT ?" if limit else ""}""",
         params + ([limit] if limit else [])).fetchall()]
     found = facts_by_id(db, ids, window)
-    for fact in found.values():
-        fact.kind = None  # a list of facts only, nothing to tell apart
     return [found[fact_id] for fact_id in ids]
