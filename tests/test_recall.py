@@ -237,3 +237,44 @@ def test_a_fact_matching_one_word_of_a_longer_question_is_chance_not_an_answer(m
     texts = [memory.db.execute("SELECT fact FROM facts WHERE id = ?", [fact_id]).fetchone()[0] for _, fact_id in found]
     assert texts == ["Priya just moved to Nairobi."]
     assert len(FactText().rank(memory.db, parse("moved"), Window(as_of=memory.now()), 10)) == 2  # one word: both
+
+
+def test_over_the_rank_budget_one_common_word_alone_does_not_rank(memory, tmp_path, monkeypatch):
+    """Above RANK_BUDGET matches, a text holding only a common word of the question is
+    not scored; texts with a rarer word, or with two common ones, still are; a question
+    whose rarer words and pairs match nothing falls back to every match."""
+    from memctl.store import search
+
+    at = [f"2024-02-{n % 28 + 1:02d}T10:{n % 60:02d}:00Z" for n in range(60)]
+    turns = [(at[n], f"team standup {n}", "noted") for n in range(30)]
+    turns += [(at[30 + n], f"meeting notes {n}", "noted") for n in range(30)]
+    turns += [("2024-03-01T10:00:00Z", f"team meeting {n} ran long", "ok") for n in range(3)]
+    turns += [("2024-03-02T10:00:00Z", "zanzibar was on the agenda", "ok")]
+    memory.ingest([chat(tmp_path / "t.jsonl", *turns)], IngestOptions())
+    window = Window(as_of=memory.now())
+
+    def found(question: str) -> set[str]:
+        return {memory.show(i).content.split("\n")[0] for i in
+                search.episodes_matching(memory.db, parse(question).parts(), window, 100)}
+
+    assert len(found("team meeting zanzibar")) == 64  # under the budget: every text holding any word
+    monkeypatch.setattr(search, "RANK_BUDGET", 20)
+    assert found("team meeting zanzibar") == {"User: zanzibar was on the agenda",
+                                              *(f"User: team meeting {n} ran long" for n in range(3))}
+    # The pairs match more than the budget: the rarer words alone rank.
+    monkeypatch.setattr(search, "RANK_BUDGET", 2)
+    assert found("team meeting zanzibar") == {"User: zanzibar was on the agenda"}
+    # Nothing rarer and no pair matches: every text holding a word, as under the budget.
+    assert len(found("team ostrich")) == 33
+
+
+def test_a_fact_needs_two_words_even_when_the_ranking_is_narrowed(memory, tmp_path, monkeypatch):
+    from memctl.store import search
+
+    lines = [{"reference_time": "2024-01-01", "facts": [
+        {"subject": f"service {n}", "predicate": "uses", "object": "Kafka"} for n in range(20)]}]
+    memory.ingest([write_jsonl(tmp_path / "k.jsonl", lines)], IngestOptions())
+    window = Window(as_of=memory.now())
+    monkeypatch.setattr(search, "RANK_BUDGET", 5)
+    assert len(search.facts_matching(memory.db, parse("kafka uses").parts(), window, 50)) == 20
+    assert search.facts_matching(memory.db, parse("kafka ostrich").parts(), window, 50) == []

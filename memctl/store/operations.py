@@ -8,7 +8,7 @@ find it, and a rolled-back preview leaves no row behind.
 from __future__ import annotations
 
 import json
-import secrets
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def new_operation_id() -> str:
-    return f"op_{secrets.token_hex(6)}"
+    # os.urandom, not secrets.token_hex: the same bytes without importing hmac and hashlib.
+    return f"op_{os.urandom(6).hex()}"
 
 
 @dataclass

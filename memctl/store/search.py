@@ -83,7 +83,7 @@ def facts_matching(db: Queryable, parts: list[str], window: Window, limit: int) 
     found = _best_in_window(db, "facts_fts", parts, limit, lambda ranked, ranked_params: db.execute(
         f"""SELECT f.id FROM ({ranked}) t CROSS JOIN facts f ON f.id = t.rowid
             WHERE {condition} ORDER BY t.rank, f.valid_at, f.id LIMIT ?""", [*ranked_params, *params, limit]),
-        first=16)
+        first=16, alone=False)
     if len(parts) < 2 or not found:
         return found
     texts: dict[int, str] = {}
@@ -104,15 +104,18 @@ def episodes_matching(db: Queryable, parts: list[str], window: Window, limit: in
         f"""SELECT e.id FROM ({ranked}) t CROSS JOIN episode_texts x ON x.text_id = t.rowid
                  CROSS JOIN episodes e ON e.id = x.episode_id
             WHERE {condition} ORDER BY t.rank, e.reference_time, e.id LIMIT ?""", [*ranked_params, *params, limit]),
-        first=4)
+        first=4, alone=True)
 
 
-# A term in more than this share of the texts weighs little in BM25 (its idf is low);
-# when the rarer terms alone match enough texts, it is left out of the ranking query.
-COMMON_SHARE = 0.1
+# BM25 scores every text a term matches: above this many matches in all, the most common
+# terms count only in pairs (about 0.6 ms a thousand, so a few ms for a question).
+RANK_BUDGET = 5000
+# Common terms paired with each other: at most this many of them (the pairs grow as n²).
+MAX_COMMON_PAIRED = 8
 
 
-def _best_in_window(db: Queryable, table: str, parts: list[str], limit: int, in_window, *, first: int) -> list:
+def _best_in_window(db: Queryable, table: str, parts: list[str], limit: int, in_window, *, first: int,
+                    alone: bool) -> list:
     """The best ``limit`` rows of ``table`` for ``parts`` that are in the window.
 
     BM25 ranks in FTS5 alone first, without the joins the window needs; the best
@@ -120,8 +123,9 @@ def _best_in_window(db: Queryable, table: str, parts: list[str], limit: int, in_
     in the window or every match was looked at. So the window still comes before the
     limit, and a question matching tens of thousands of texts is not joined row by row.
     """
-    parts = _without_common_terms(db, table, parts, limit)
-    match = " OR ".join(parts)
+    match = _selective_match(db, table, parts, alone=alone)
+    if match is None:
+        return []
     matches = None
     # ``first`` times ``limit`` candidates at first: every further pass ranks every match
     # again, so a table whose rows often fall outside the window starts deeper.
@@ -132,21 +136,47 @@ def _best_in_window(db: Queryable, table: str, parts: list[str], limit: int, in_
         if len(found) >= limit:
             return found
         if matches is None:  # counted only when the window left too few
-            matches = db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", [match]).fetchone()[0]
+            matches = _count(db, table, match)
         if candidates >= matches:
             return found
         candidates *= 8
 
 
-def _without_common_terms(db: Queryable, table: str, parts: list[str], limit: int) -> list[str]:
-    """``parts`` without the common terms, when the rarer ones alone match enough texts."""
+def _selective_match(db: Queryable, table: str, parts: list[str], *, alone: bool) -> str | None:
+    """The FTS5 expression that ranks ``parts``: any of them while they match at most
+    RANK_BUDGET texts in all; above that, the most common terms count only in pairs, and
+    if the pairs alone still match more, only the rarer terms count.
+
+    A text holding one common word of a longer question ("database" of "which database
+    does billing use") is rarely what was asked, and BM25 scoring the tens of thousands
+    that do was most of a recall's time at 100k episodes. The texts kept still rank by
+    every term of the expression they hold. ``alone``: whether a text holding just one
+    term of several may answer (an episode) or not (a fact must hold two): when the
+    rarer terms and the pairs match nothing, episodes fall back to every match, and for
+    facts there is nothing to find (None).
+    """
+    everything = " OR ".join(parts)
     if len(parts) < 2:
-        return parts
-    total = db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0]
-    counts = {part: db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", [part]).fetchone()[0]
-              for part in parts}
-    rare = [part for part in parts if counts[part] <= COMMON_SHARE * total]
-    return rare if rare and sum(counts[part] for part in rare) >= 4 * limit else parts
+        return everything
+    counts = {part: _count(db, table, part) for part in parts}
+    if sum(counts.values()) <= RANK_BUDGET:
+        return everything
+    rare = sorted(parts, key=counts.__getitem__)
+    common: list[str] = []
+    while len(rare) > 1 and sum(counts[part] for part in rare) > RANK_BUDGET:
+        common.insert(0, rare.pop())
+    paired = common[:MAX_COMMON_PAIRED]
+    narrowed = " OR ".join(rare + [f"({a} AND {b})" for i, a in enumerate(paired) for b in paired[i + 1:]])
+    matches = _count(db, table, narrowed)
+    if not matches:
+        return everything if alone else None
+    if matches > RANK_BUDGET and any(counts[part] for part in rare):
+        return " OR ".join(rare)  # the common terms go together too often to tell texts apart
+    return narrowed
+
+
+def _count(db: Queryable, table: str, match: str) -> int:
+    return db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", [match]).fetchone()[0]
 
 
 def entities_named(db: Queryable, name_keys: list[str]) -> list[int]:
