@@ -83,6 +83,23 @@ PATTERNS = [
     ("We switched to Rust on 2022-06-20.", [uses("user", "Rust", at("2022-06-20"), "text", "day")]),
     ("`recorder.js` - Now uses AudioWorklet instead of ScriptProcessor",
      [uses("recorder.js", "AudioWorklet"), ended("recorder.js", "ScriptProcessor")]),
+    ("We finally finished migrating billing from MySQL to Postgres last night.",
+     [uses("billing", "Postgres"), ended("billing", "MySQL")]),
+    ("Heads up: checkout moved off Cassandra and onto CockroachDB this week.",
+     [uses("checkout", "CockroachDB"), ended("checkout", "Cassandra")]),
+    ("Billing switched from MySQL to Postgres this week.", [uses("Billing", "Postgres"), ended("Billing", "MySQL")]),
+    # what something is built on
+    ("For the record, notifications is backed by MySQL.", [uses("notifications", "MySQL")]),
+    ("The search service runs on Elasticsearch.", [uses("search service", "Elasticsearch")]),
+    # who leads a team (one at a time), where someone lives (one place at a time)
+    ("Priya runs the payments team.", [("payments team", "led by", "Priya", REF, None, "reference", "instant", "one")]),
+    ("Elena took over the platform team from Felix in March.",
+     [("platform team", "led by", "Elena", at("2024-03-01"), None, "relative", "month", "one")]),
+    ("Felix runs the data team, so the summary should go to him.",  # the hedge is in the second clause
+     [("data team", "led by", "Felix", REF, None, "reference", "instant", "one")]),
+    ("Dana lives in Toronto.", [("Dana", "lives in", "Toronto", REF, None, "reference", "instant", "one")]),
+    ("Aisha is based in Nairobi.", [("Aisha", "lives in", "Nairobi", REF, None, "reference", "instant", "one")]),
+    ("I live in Lisbon.", [("user", "lives in", "Lisbon", REF, None, "reference", "instant", "one")]),
     # X is now Y: one value at a time
     ("The CTO is now Alice.", [("CTO", "is", "Alice", REF, None, "reference", "instant", "one")]),
     ("Our primary database is now Postgres 16 as of last week.",
@@ -232,6 +249,11 @@ NEGATIVE = [
     "I moved from Oslo to Bergen.", "We moved the meeting from Monday to Tuesday.",
     "We moved the logo from the header to the footer.", "I switched to the main branch.", "We switched to dark mode.",
     "I replaced the loop with a comprehension.", "We use Kafka every Monday.",
+    # running on a day or a port, running an analysis, a team the user runs, a later hedge's first clause
+    "The job runs on Fridays.", "The service runs on port 8080.", "Billing runs on a schedule.",
+    "Priya runs the analysis.", "We run the platform team.", "Priya might take over the data team.",
+    "Teams live in Slack.", "We could use Kafka, but we use RabbitMQ.", "The logs live in S3.",
+    "Priya runs the payments team if Dana is away.",
     # too long to be one clear statement
     "We use Kafka " + "and we like it very much " * 12 + ".",
 ]

@@ -14,6 +14,8 @@ sentence                                assertions
 "X has been using Y", "started using"   the same
 "X switched/migrated to Y"              (X, uses, Y)
 "X switched/moved/migrated from A to B" (X, uses, B) from the date, and a retraction of (X, uses, A)
+"finished migrating X from A to B"      the same
+"X moved off A and onto B"              the same
 "we switched T from A to B"             the same with T as the subject ("moved the repo from …")
 "T was moved from A to B"               the same (passive)
 "X replaced A with B"                   the same as a switch from A to B
@@ -27,6 +29,11 @@ labelled with a file or identifier)     the subject; a bold word ("**Fast**: use
 Y", "X dropped Y", "X doesn't use Y     the date
 anymore"
 "X prefers Y", "I prefer Y"             (X, prefers, Y), cardinality many
+"X is backed by Y", "X runs on Y"       (X, uses, Y) (Y must be a name)
+"P runs/leads/heads/manages the T team" (T team, led by, P), cardinality one (P a name; T ends in
+"P took over the T team (from Q)"       team, group, squad, org, department, division or unit)
+"P lives in C", "P is based in C",      (P, lives in, C), cardinality one (P a name or the user, C a
+"I live in C"                           name)
 ======================================  ==========================================================
 
 Who "I", "we" and "you" are: in the user's turn, "I", "we", "our team" and "my team" are
@@ -61,7 +68,9 @@ Days are UTC days. ``date_span`` holds the words that carry the date ("on 20 Jun
 Never read: code blocks (``` and ~~~ fences, indented code), tables, lines that look like
 code, paths, logs, diffs or markup; questions; sentences with hedges or modals ("could",
 "should", "if", "maybe", "let's", "plan", "want", "I think", …); negated sentences (except
-the retraction patterns themselves); sentences over 300 characters.
+the retraction patterns themselves); sentences over 300 characters. A sentence whose hedge
+is in a later clause (after ", so", ", but", ", and" or ";") is read up to that clause:
+"Felix runs the data team, so the summary should go to him" says who leads the team.
 
 Names are short noun phrases: articles and markdown stripped, inline `code` kept as its
 text, at most five words, no pronouns, quantifiers ("everyone"), clauses ("to …", "that
@@ -404,7 +413,7 @@ def _name(words: list[str], atoms: list[str], *, role: str) -> str | None:
         if any(w.isalpha() and w == word and w.endswith(("ing", "ly")) and w not in _NOT_VERBS
                for w, word in zip(lowered, words)):
             return None  # "prefers working remotely": a clause, not a thing
-        if any(w in _TIME_WORDS for w in lowered):
+        if any(w in _TIME_WORDS or w.removesuffix("s") in _TIME_WORDS for w in lowered):
             return None  # "moved the meeting from Monday to Tuesday": a reschedule, not a tool
         if lowered[-1] in _NOT_TOOLS or (
             lowered[-1].endswith("ed") and lowered[-1] == words[-1] and lowered[-1] not in _NOT_VERBS
@@ -477,7 +486,9 @@ _AFTER_COMMA = {"which", "and", "but", "so", "because", "since", "as", "while", 
                 "thanks", "mostly", "mainly", "especially", _DATE}
 _OBJECT_STOP = _PREPOSITIONS | _CLAUSE | {"which", "that", "who", "whose", "where", "when", "instead", "rather",
                                            "anymore", "nowadays", "too", "now", "together", "exclusively",
-                                           "because", "since", "there", "here", "again", "already", "well"}
+                                           "because", "since", "there", "here", "again", "already", "well",
+                                           # "… to Postgres this week", "… last night": a time, not the name
+                                           "this", "last", "next", "earlier"}
 _CLAUSE_STARTS = _PRONOUNS | {"then", "now", "also", "so", "therefore", "thus", "it's", "that's", "there's"}
 
 
@@ -544,7 +555,7 @@ _ADV = r"(?:(?:now|currently|also|still|already|actually|mostly|mainly|primarily
        r"generally|definitely|strongly|even)\s+)*"
 _HAVE = r"(?:(?:\s+(?:have|has|had)|'ve|'s|'d)\s+)?"
 _BE = r"(?:\s+(?:is|are|am)|'re|'m|'s)\s+"
-_MOVE = r"(?P<verb>switched|moved|migrated)(?:\s+over)?"
+_MOVE = r"(?P<verb>switched|moved|migrated|(?:finished|completed|done)\s+(?:migrating|moving|switching))(?:\s+over)?"
 
 _ANYMORE = r"(?=.*\b(?:any\s?more|any\s+longer)\b)"
 _RETRACT = [
@@ -559,6 +570,16 @@ _SWITCH_FROM = re.compile(rf"(?P<passive>(?:\s+(?:was|were)|\s+(?:has|have)\s+be
 _SWITCH_TO = re.compile(rf"{_HAVE}\s*{_ADV}(?P<verb>switched|migrated)(?:\s+over)?\s+to\s+", re.I)
 _REPLACE = re.compile(rf"{_HAVE}\s*{_ADV}(?:replaced)\s+", re.I)
 _FAVOUR = re.compile(rf"{_HAVE}\s*{_ADV}(?:dropped|ditched|replaced|abandoned)\s+(?=.*\bin\s+favou?r\s+of\b)", re.I)
+# "moved off A and onto B": a switch
+_MOVE_OFF = re.compile(rf"{_HAVE}\s*{_ADV}(?:moved|migrated|switched)\s+off\s+(?:of\s+)?", re.I)
+_ONTO = re.compile(r"\s+(?:and\s+)?(?:onto|on\s+to|to)\s+", re.I)
+# "X is backed by Y", "X runs on Y": what X is built on, a name
+_BACKED = re.compile(rf"(?:{_BE}{_ADV}(?:backed|powered)\s+by|\s+{_ADV}runs\s+on(?:\s+top\s+of)?)\s+", re.I)
+# who leads a team: "Priya runs the payments team", "Elena took over the platform team from Felix"
+_LEADS = re.compile(rf"\s+{_ADV}(?:runs|leads|heads|manages|took\s+over|has\s+taken\s+over)\s+", re.I)
+_TEAM_WORDS = {"team", "group", "squad", "org", "organisation", "organization", "department", "division", "unit"}
+# where someone lives: "Priya lives in Berlin", "Dana is based in Toronto"
+_LIVES = re.compile(rf"(?P<verb>\s+{_ADV}(?:lives|live)|{_BE}{_ADV}(?:living|based))\s+in\s+", re.I)
 _IS_NOW = re.compile(r"(?:\s+is|'s)\s+now\s+", re.I)
 _PREFERS = re.compile(rf"\s+{_ADV}(?:prefers|prefer)\s+", re.I)
 _USES = re.compile(rf"(?:\s+{_ADV}(?:uses|use)|{_BE}{_ADV}using|{_HAVE}\s*been\s+{_ADV}using|"
@@ -645,18 +666,49 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             subject = _name(thing_words, atoms, role="subject") if thing_words[0].lower() not in ("my", "our") \
                 else _subject(match.group("thing"), atoms, speaker)
         else:
-            if match.group("verb").lower() == "moved" and _tokens(sentence[:match.start()])[-1:] in (["I"], ["i"]):
+            if match.group("verb").lower().endswith(("moved", "moving")) and \
+                    _tokens(sentence[:match.start()])[-1:] in (["I"], ["i"]):
                 continue  # "I moved from Oslo to Bergen" is a home, not a tool
             subject = before
         if subject is None:
             continue
-        named = match.group("verb").lower() == "moved"  # "moved the logo from the header to the footer"
+        named = match.group("verb").lower().endswith(("moved", "moving"))  # "moved the logo from the header to …"
         old = _objects(rest[:to.start()] + " .", atoms, named=named)
         new = _objects(rest[to.end():], atoms, named=named)
         if len(old) == 1 and new:
             return "switch", _switch(subject, old[0], new)
+    for match in _MOVE_OFF.finditer(sentence):
+        subject = subject_before(match)
+        rest = sentence[match.end():]
+        onto = _ONTO.search(rest)
+        if subject is None or onto is None:
+            continue
+        old = _objects(rest[:onto.start()] + " .", atoms, named=True)
+        new = _objects(rest[onto.end():], atoms, named=True)
+        if len(old) == 1 and new:
+            return "switch", _switch(subject, old[0], new)
     if said := each_object(_SWITCH_TO, "uses"):
         return "switch_to", said
+    for match in _BACKED.finditer(sentence):
+        subject = subject_before(match)
+        objects = _objects(sentence[match.end():], atoms, named=True) if subject is not None else []
+        if subject is not None and objects:
+            return "backed_by", [_Said(subject, "uses", o, "many") for o in objects]
+    for match in _LEADS.finditer(sentence):
+        leader = subject_before(match)
+        rest = sentence[match.end():]
+        team = _objects(rest, atoms)
+        if leader is None or leader == USER or not _named(_tokens(leader)) or len(team) != 1 \
+                or team[0].split()[-1].lower() not in _TEAM_WORDS:
+            continue
+        return "leads", [_Said(team[0], "led by", leader, "one")]
+    for match in _LIVES.finditer(sentence):
+        subject = subject_before(match)
+        objects = _objects(sentence[match.end():], atoms, named=True) if subject is not None else []
+        if match.group("verb").split()[-1].lower() == "live" and subject != USER:
+            continue  # "teams live in Slack": a generalisation
+        if subject is not None and len(objects) == 1 and (subject == USER or _named(_tokens(subject))):
+            return "lives_in", [_Said(subject, "lives in", objects[0], "one")]
     for match in _IS_NOW.finditer(sentence):
         subject = subject_before(match)
         if subject is None or subject == USER:
@@ -686,6 +738,9 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
                 return "switch", _switch(subject, old[0], objects)
         return "uses", said
     return None
+
+
+_CLAUSE_BREAK = re.compile(r",\s+(?:so|but|and)\s+|;\s+", re.I)
 
 
 def _prepare(sentence: str) -> tuple[str, list[str]]:
@@ -756,6 +811,11 @@ def _matches(text: str, reference: datetime) -> Iterator[tuple[str, str, str, li
         coded = re.sub(r"\s+\([^()]*\)", "", coded)
         coded = re.sub(r"\s+", " ", coded).strip()
         found = _read(coded, atoms, speaker)
+        if found is None and (first := _CLAUSE_BREAK.split(coded, maxsplit=1)[0]) != coded:
+            # "Felix runs the platform team, so the summary should go to them": a hedge in
+            # a later clause does not reach back into the first, nor does its date
+            found = _read(first, atoms, speaker)
+            date = date if date is None or _DATE in first else None
         if found:
             kind, said = found
             yield speaker, _INLINE_CODE.sub(r"\1", raw), kind, said, date
