@@ -1,3 +1,6 @@
+CREATE VIEW episode_text_content AS
+            SELECT x.text_id AS text_id, e.content AS content
+            FROM episode_texts x JOIN episodes e ON e.id = x.episode_id;
 CREATE TABLE "_sqlite_migrations" (
    "id" INTEGER PRIMARY KEY,
    "migration_set" TEXT,
@@ -70,10 +73,10 @@ CREATE TABLE episodes (
             operation_id TEXT REFERENCES operations(id)
         , extraction TEXT NOT NULL DEFAULT 'structured', extraction_error TEXT);
 CREATE VIRTUAL TABLE episodes_fts USING fts5(
-            content, tokenize = 'porter unicode61 remove_diacritics 2'
+            content, content = 'episode_text_content', content_rowid = 'text_id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
         );
 CREATE TABLE 'episodes_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
-CREATE TABLE 'episodes_fts_content'(id INTEGER PRIMARY KEY, c0);
 CREATE TABLE 'episodes_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
 CREATE TABLE 'episodes_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
 CREATE TABLE 'episodes_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;

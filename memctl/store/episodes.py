@@ -15,7 +15,7 @@ from memctl import names
 from memctl.model import Assertion, Episode
 from memctl.store import in_chunks
 from memctl.store.embeddings import forget_vectors
-from memctl.store.episode_index import forget_texts, hold, index_texts, release
+from memctl.store.episode_index import forget_texts, hold, index_texts, release, unindex_texts
 from memctl.store.facts import Slot, SlotChanges, Value, recompute_slots
 from memctl.store.naming import mention_rank, name_from_new_mentions, rename_entities
 
@@ -144,6 +144,8 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
     """
     to_store = result.to_store
     result.touched.update(touched_by(db, result.revised, active_only=True))
+    # Their text may change below: its tokens go while the indexed text is still there.
+    unindex_texts(db, result.reactivated + result.revised + result.extracted)
     for chunk, marks in in_chunks(result.revised):
         db.execute(f"""INSERT INTO revisions (episode_id, revised_at, operation_id, old_content, old_content_hash,
                                               old_extraction, old_extraction_error, old_operation_id, old_created_at)
@@ -170,7 +172,7 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
     )
     result.assertions, slots = insert_assertions(db, to_store, at)
     result.touched.slots |= slots
-    index_texts(db, [(e.id, e.content) for e in to_store], replacing=result.reactivated + result.revised + result.extracted)
+    index_texts(db, [(e.id, e.content) for e in to_store])
     hold(db, result.added + result.reactivated, at)
 
 
@@ -308,9 +310,10 @@ def revert_revisions(db: Database, operation_id: str, at: str) -> tuple[Touched,
     touched = Touched()
     for episode_id, revised_at, *old in rows:
         touched.update(_reactivate(db, [episode_id], revised_at, at))
+        unindex_texts(db, [episode_id])
         db.execute("""UPDATE episodes SET content = ?, content_hash = ?, extraction = ?, extraction_error = ?,
                                           operation_id = ?, created_at = ? WHERE id = ?""", [*old, episode_id])
-        index_texts(db, [(episode_id, old[0])], replacing=[episode_id])
+        index_texts(db, [(episode_id, old[0])])
     return touched, [row[0] for row in rows]
 
 

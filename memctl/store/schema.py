@@ -342,3 +342,25 @@ def embeddings(db: Database) -> None:
         );
         """
     )
+
+
+@migrations(name="0010_episode_text_once")
+def episode_text_once(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- The episode text index reads the text from episodes instead of keeping a copy:
+        -- every conversation was stored twice, and writing the copy was a quarter of the
+        -- index's cost. FTS5 reads an external content table through this view; the
+        -- writers remove a row's tokens ('delete') before its text changes or goes.
+        DROP TABLE episodes_fts;
+        CREATE VIEW episode_text_content AS
+            SELECT x.text_id AS text_id, e.content AS content
+            FROM episode_texts x JOIN episodes e ON e.id = x.episode_id;
+        CREATE VIRTUAL TABLE episodes_fts USING fts5(
+            content, content = 'episode_text_content', content_rowid = 'text_id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO episodes_fts (episodes_fts) VALUES ('rebuild');
+        """
+    )
