@@ -1,6 +1,3 @@
-CREATE VIEW episode_text_content AS
-            SELECT x.text_id AS text_id, e.content AS content
-            FROM episode_texts x JOIN episodes e ON e.id = x.episode_id;
 CREATE TABLE "_sqlite_migrations" (
    "id" INTEGER PRIMARY KEY,
    "migration_set" TEXT,
@@ -54,10 +51,6 @@ CREATE TABLE episode_spans (
             held_until TEXT,
             PRIMARY KEY (episode_id, held_from)
         ) WITHOUT ROWID;
-CREATE TABLE episode_texts (
-            text_id INTEGER PRIMARY KEY,
-            episode_id TEXT NOT NULL UNIQUE REFERENCES episodes(id)
-        );
 CREATE TABLE episodes (
             id TEXT PRIMARY KEY,           -- ep_ + hash of source, position, content
             source TEXT NOT NULL,
@@ -71,9 +64,9 @@ CREATE TABLE episodes (
             status TEXT NOT NULL,          -- active | undone
             created_at TEXT NOT NULL,      -- transaction time it was (last) ingested
             operation_id TEXT REFERENCES operations(id)
-        , extraction TEXT NOT NULL DEFAULT 'structured', extraction_error TEXT);
+        , extraction TEXT NOT NULL DEFAULT 'structured', extraction_error TEXT, text_id INTEGER);
 CREATE VIRTUAL TABLE episodes_fts USING fts5(
-            content, content = 'episode_text_content', content_rowid = 'text_id',
+            content, content = 'episodes', content_rowid = 'text_id',
             tokenize = 'porter unicode61 remove_diacritics 2'
         );
 CREATE TABLE 'episodes_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
@@ -171,6 +164,7 @@ CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('f
 CREATE INDEX episodes_operation ON episodes(operation_id);
 CREATE INDEX episodes_reference_time ON episodes(reference_time);
 CREATE INDEX episodes_source ON episodes(source, position);
+CREATE UNIQUE INDEX episodes_text_id ON episodes(text_id);
 CREATE INDEX fact_provenance_assertion ON fact_provenance(assertion_id);
 CREATE INDEX facts_created ON facts(created_at);
 CREATE INDEX facts_object ON facts(object_id);

@@ -60,6 +60,43 @@ def test_an_existing_database_upgrades_and_keeps_its_data(tmp_path, cli):
     assert cli("episodes", "--json", db=path).json()[0]["id"] == "ep_1"
 
 
+def test_a_database_with_the_old_episode_index_upgrades_to_one_copy_of_the_text(tmp_path, cli):
+    """A file indexed by 0008 (a text copy in episodes_fts, rows in episode_texts) gets
+    the index over episodes.content, with the same row numbers and an exact index."""
+    import sqlite3
+
+    from sqlite_utils import Database
+
+    from tests.test_invariants import assert_episode_index_is_exact
+
+    path = tmp_path / "old.db"
+    old = Database(sqlite3.connect(path, isolation_level=None))
+    migrations.apply(old, stop_before="0010_episode_text_once")
+    old.execute("INSERT INTO operations (id, kind, at, status) VALUES ('op_1', 'ingest', '2024-01-01T00:00:00.000000Z', 'done')")
+    for n, text in enumerate(["we moved billing to postgres", "the ledger runs on mysql"], 1):
+        old.execute(
+            "INSERT INTO episodes (id, source, position, format, content, content_hash, reference_time, "
+            "reference_time_source, status, created_at, operation_id) VALUES (?, 's', ?, 'jsonl', ?, 'h', "
+            "'2024-01-01T00:00:00.000000Z', 'record', 'active', '2024-01-01T00:00:00.000000Z', 'op_1')",
+            [f"ep_{n}", n, text])
+        old.execute("INSERT INTO episode_texts (text_id, episode_id) VALUES (?, ?)", [n + 10, f"ep_{n}"])
+        old.execute("INSERT INTO episodes_fts (rowid, content) VALUES (?, ?)", [n + 10, text])
+        old.execute("INSERT INTO episode_spans (episode_id, held_from) VALUES (?, '2024-01-01T00:00:00.000000Z')",
+                    [f"ep_{n}"])
+    old.conn.close()
+    upgraded = open_database(path)
+    assert upgraded.execute("SELECT id, text_id FROM episodes ORDER BY id").fetchall() == [("ep_1", 11), ("ep_2", 12)]
+    assert "episode_texts" not in upgraded.table_names()
+    upgraded.conn.close()
+    from memctl import Memory
+
+    memory = Memory.open(path)
+    assert_episode_index_is_exact(memory)
+    [hit] = memory.recall("postgres", kind="episode").results
+    assert hit.episode_id == "ep_1" and "**postgres**" in hit.snippet
+    memory.close()
+
+
 def test_readers_know_how_many_migrations_there_are():
     from memctl.store.connection import SCHEMA_MIGRATIONS
 

@@ -2,15 +2,15 @@
 held each episode.
 
 ``episodes_fts`` indexes the text of every stored episode, active or undone, so that
-``recall --known-at`` can find one as it was before its undo; ``episode_texts`` says
-which row holds whose text, and ``episode_spans`` when each episode was held. Every
-write path that stores, revises, undoes, brings back or purges episodes calls these
-functions in its own transaction.
+``recall --known-at`` can find one as it was before its undo; ``episodes.text_id`` is
+the row that holds an episode's text, and ``episode_spans`` says when each episode was
+held. Every write path that stores, revises, undoes, brings back or purges episodes
+calls these functions in its own transaction.
 
-The index keeps no copy of the text: it reads ``episodes.content`` (through the view
-``episode_text_content``), so a row's tokens can only be removed while the text they
-came from is still there. Whoever changes or deletes an episode's text unindexes it
-first, and indexes the new text after.
+The index keeps no copy of the text: it reads ``episodes.content``, so a row's tokens
+can only be removed while the text they came from is still there. Whoever changes or
+deletes an episode's text unindexes it first, writes the text with new row numbers
+(``next_text_ids``), and indexes it after.
 """
 
 from __future__ import annotations
@@ -24,28 +24,23 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 
-def index_texts(db: Database, texts: Iterable[tuple[str, str]]) -> None:
-    """Index (episode id, text) pairs, each text as ``episodes.content`` now holds it.
+def next_text_ids(db: Database) -> int:
+    """The first free index row number: new rows take the next numbers (we hold the write
+    lock), so FTS5 appends them in ascending order cheaply; a smaller one makes it flush."""
+    return db.execute("SELECT coalesce(max(text_id), 0) + 1 FROM episodes").fetchone()[0]
 
-    New rows take the next numbers (we hold the write lock): FTS5 appends rows in
-    ascending order cheaply, and flushes its pending index whenever a smaller one comes.
-    """
-    texts = list(texts)
-    first = db.execute("SELECT coalesce(max(text_id), 0) + 1 FROM episode_texts").fetchone()[0]
-    db.conn.executemany("INSERT INTO episode_texts (text_id, episode_id) VALUES (?, ?)",
-                        [(first + n, episode_id) for n, (episode_id, _) in enumerate(texts)])
-    db.conn.executemany("INSERT INTO episodes_fts (rowid, content) VALUES (?, ?)",
-                        [(first + n, text) for n, (_, text) in enumerate(texts)])
+
+def index_texts(db: Database, rows: Iterable[tuple[int, str]]) -> None:
+    """Index (text id, text) pairs, each as ``episodes`` now holds it."""
+    db.conn.executemany("INSERT INTO episodes_fts (rowid, content) VALUES (?, ?)", rows)
 
 
 def unindex_texts(db: Database, episode_ids: list[str]) -> None:
     """Remove the episodes' tokens: call it before their text changes or goes."""
     for chunk, marks in in_chunks(episode_ids):
-        rows = db.execute(f"""SELECT c.text_id, c.content FROM episode_text_content c
-                              JOIN episode_texts x ON x.text_id = c.text_id
-                              WHERE x.episode_id IN ({marks})""", chunk).fetchall()
-        db.conn.executemany("INSERT INTO episodes_fts (episodes_fts, rowid, content) VALUES ('delete', ?, ?)", rows)
-        db.conn.executemany("DELETE FROM episode_texts WHERE text_id = ?", [(row[0],) for row in rows])
+        db.execute(f"""INSERT INTO episodes_fts (episodes_fts, rowid, content)
+                       SELECT 'delete', text_id, content FROM episodes
+                       WHERE id IN ({marks}) AND text_id IS NOT NULL""", chunk)
 
 
 def forget_texts(db: Database, episode_ids: list[str]) -> None:

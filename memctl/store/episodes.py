@@ -15,7 +15,7 @@ from memctl import names
 from memctl.model import Assertion, Episode
 from memctl.store import in_chunks
 from memctl.store.embeddings import forget_vectors
-from memctl.store.episode_index import forget_texts, hold, index_texts, release, unindex_texts
+from memctl.store.episode_index import forget_texts, hold, index_texts, next_text_ids, release, unindex_texts
 from memctl.store.facts import Slot, SlotChanges, Value, recompute_slots
 from memctl.store.naming import mention_rank, name_from_new_mentions, rename_entities
 
@@ -153,26 +153,27 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
                        FROM episodes WHERE id IN ({marks})""", [at, operation_id, *chunk])
         db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
                    [at, *chunk])
+    first = next_text_ids(db)
     db.conn.executemany(
         """
         INSERT INTO episodes (id, source, position, source_id, format, content, content_hash,
                               reference_time, reference_time_source, status, created_at, operation_id,
-                              extraction, extraction_error)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)
+                              extraction, extraction_error, text_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)
         ON CONFLICT(id) DO UPDATE SET status = 'active', created_at = excluded.created_at,
                                       operation_id = excluded.operation_id, extraction = excluded.extraction,
                                       extraction_error = excluded.extraction_error, content = excluded.content,
-                                      content_hash = excluded.content_hash
+                                      content_hash = excluded.content_hash, text_id = excluded.text_id
         """,
         [
             (e.id, e.source, e.position, e.source_id, e.format, e.content, e.content_hash,
-             e.reference_time, e.reference_time_source, at, operation_id, e.extraction, e.extraction_error)
-            for e in to_store
+             e.reference_time, e.reference_time_source, at, operation_id, e.extraction, e.extraction_error, first + n)
+            for n, e in enumerate(to_store)
         ],
     )
     result.assertions, slots = insert_assertions(db, to_store, at)
     result.touched.slots |= slots
-    index_texts(db, [(e.id, e.content) for e in to_store])
+    index_texts(db, [(first + n, e.content) for n, e in enumerate(to_store)])
     hold(db, result.added + result.reactivated, at)
 
 
@@ -311,9 +312,11 @@ def revert_revisions(db: Database, operation_id: str, at: str) -> tuple[Touched,
     for episode_id, revised_at, *old in rows:
         touched.update(_reactivate(db, [episode_id], revised_at, at))
         unindex_texts(db, [episode_id])
+        text_id = next_text_ids(db)
         db.execute("""UPDATE episodes SET content = ?, content_hash = ?, extraction = ?, extraction_error = ?,
-                                          operation_id = ?, created_at = ? WHERE id = ?""", [*old, episode_id])
-        index_texts(db, [(episode_id, old[0])])
+                                          operation_id = ?, created_at = ?, text_id = ? WHERE id = ?""",
+                   [*old, text_id, episode_id])
+        index_texts(db, [(text_id, old[0])])
     return touched, [row[0] for row in rows]
 
 

@@ -349,16 +349,20 @@ def episode_text_once(db: Database) -> None:
     _execute_each(
         db,
         """
-        -- The episode text index reads the text from episodes instead of keeping a copy:
-        -- every conversation was stored twice, and writing the copy was a quarter of the
-        -- index's cost. FTS5 reads an external content table through this view; the
-        -- writers remove a row's tokens ('delete') before its text changes or goes.
+        -- The episode text index reads the text from episodes instead of keeping a copy
+        -- (every conversation was stored twice), and each episode carries its index row
+        -- number: the separate episode_texts table cost a random insert into its index
+        -- by episode id for every episode stored. Row numbers still follow write order
+        -- (FTS5 appends ascending rowids cheaply) and survive a VACUUM, which the
+        -- episodes' own rowids (no integer key) may not. The writers remove a row's
+        -- tokens ('delete') before its text changes or goes.
+        ALTER TABLE episodes ADD COLUMN text_id INTEGER;
+        UPDATE episodes SET text_id = (SELECT x.text_id FROM episode_texts x WHERE x.episode_id = episodes.id);
+        CREATE UNIQUE INDEX episodes_text_id ON episodes(text_id);
         DROP TABLE episodes_fts;
-        CREATE VIEW episode_text_content AS
-            SELECT x.text_id AS text_id, e.content AS content
-            FROM episode_texts x JOIN episodes e ON e.id = x.episode_id;
+        DROP TABLE episode_texts;
         CREATE VIRTUAL TABLE episodes_fts USING fts5(
-            content, content = 'episode_text_content', content_rowid = 'text_id',
+            content, content = 'episodes', content_rowid = 'text_id',
             tokenize = 'porter unicode61 remove_diacritics 2'
         );
         INSERT INTO episodes_fts (episodes_fts) VALUES ('rebuild');

@@ -101,8 +101,7 @@ def episodes_matching(db: Queryable, parts: list[str], window: Window, limit: in
     """Episodes whose text matches any of the FTS5 strings, best BM25 first."""
     condition, params = episode_window("e", window)
     return _best_in_window(db, "episodes_fts", parts, limit, lambda ranked, ranked_params: db.execute(
-        f"""SELECT e.id FROM ({ranked}) t CROSS JOIN episode_texts x ON x.text_id = t.rowid
-                 CROSS JOIN episodes e ON e.id = x.episode_id
+        f"""SELECT e.id FROM ({ranked}) t CROSS JOIN episodes e ON e.text_id = t.rowid
             WHERE {condition} ORDER BY t.rank, e.reference_time, e.id LIMIT ?""", [*ranked_params, *params, limit]),
         first=4, alone=True)
 
@@ -274,9 +273,9 @@ def episodes_by_id(db: Queryable, episode_ids: list[str], match: str) -> dict[st
                                      snippet=_opening(r[5]), text=r[5])
     for chunk, marks in in_chunks(list(found)):
         for episode_id, snippet in db.execute(
-            f"""SELECT x.episode_id, snippet(episodes_fts, 0, '**', '**', '…', {SNIPPET_WORDS})
-                FROM episodes_fts JOIN episode_texts x ON x.text_id = episodes_fts.rowid
-                WHERE episodes_fts MATCH ? AND x.episode_id IN ({marks})""", [match, *chunk]):
+            f"""SELECT e.id, snippet(episodes_fts, 0, '**', '**', '…', {SNIPPET_WORDS})
+                FROM episodes_fts JOIN episodes e ON e.text_id = episodes_fts.rowid
+                WHERE episodes_fts MATCH ? AND e.id IN ({marks})""", [match, *chunk]):
             found[episode_id].snippet = snippet
     return found
 
