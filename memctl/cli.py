@@ -454,6 +454,8 @@ def repair_midnight_hallucinations(
 def episodes(
     source: Annotated[Optional[Path], typer.Option("--source", help="Only episodes from this file.")] = None,
     status: Annotated[Optional[str], typer.Option("--status", help="active or undone.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Episodes said from this time on. " + TIME_HELP)] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Episodes said before this time. " + TIME_HELP)] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many.")] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -461,9 +463,8 @@ def episodes(
 
     Example: memctl episodes --status active --limit 20
     """
-    if status not in (None, "active", "undone"):
-        raise BadInput(f"--status must be active or undone, got {status!r}")
-    rows = _memory().episodes(source=source, status=status, limit=limit)
+    rows = _memory().episodes(source=source, status=status, since=_instant(since, "--since"),
+                              until=_instant(until, "--until"), limit=limit)
     if as_json:
         _print_json(rows)
         return
@@ -547,12 +548,15 @@ def rebuild(as_json: JsonOption = False) -> None:
 
 
 @app.command()
-def operations(as_json: JsonOption = False) -> None:
+def operations(
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the last this many.")] = None,
+    as_json: JsonOption = False,
+) -> None:
     """List ingests, undos and rebuilds with their ids, times and counts.
 
     Example: memctl operations --json
     """
-    rows = _memory().operations()
+    rows = _memory().operations(limit=limit)
     if as_json:
         _print_json(rows)
         return
