@@ -566,6 +566,44 @@ def operations(
     ]))
 
 
+@app.command()
+def mcp(
+    http: Annotated[Optional[str], typer.Option(
+        "--http", help="Serve streamable HTTP at [HOST:]PORT (host 127.0.0.1 unless given) instead of stdio.")] = None,
+    extractor: Annotated[str, typer.Option(
+        "--extractor", help="For add_memory without facts: auto, llm or rules (as for ingest).")] = "auto",
+    model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
+    embeddings_model: EmbeddingsOption = None,
+) -> None:
+    """Serve the memory to an agent over the Model Context Protocol (stdio by default).
+
+    Tools: add_memory, recall, delete_episode, list_episodes, entity_history,
+    list_operations, undo_operation. Needs the mcp extra: pip install 'memctl[mcp]'.
+
+    Example: claude mcp add memctl -- memctl mcp
+    """
+    try:
+        from memctl.mcp_server import serve
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
+            raise
+        from memctl.errors import MissingExtra
+
+        raise MissingExtra("memctl mcp", "mcp") from None
+    address = _host_and_port(http) if http is not None else None
+    memory = _memory(must_exist=False, embeddings_model=embeddings_model)
+    serve(memory, _extractor(memory, extractor, model, concurrency), http=address)
+
+
+def _host_and_port(value: str) -> tuple[str, int]:
+    """``[HOST:]PORT``; a bare port is bound to 127.0.0.1, so only this machine can reach the memory."""
+    host, _, port = value.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInput(f"--http takes [HOST:]PORT, like 127.0.0.1:8765 or 8765; got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
 # Exit codes by error class, most specific first: 1 when the rest of the work was kept
 # (a refused file, a model that could not be reached), 2 for bad usage or input.
 EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (LLMUnavailable, 1), (MemctlError, 2))
