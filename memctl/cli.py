@@ -30,6 +30,10 @@ app = typer.Typer(
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of a table.")]
+ExtractorOption = Annotated[str, typer.Option(
+    "--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")]
+ModelOption = Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")]
+ConcurrencyOption = Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")]
 EmbeddingsOption = Annotated[Optional[str], typer.Option(
     "--embeddings-model", help="Embeddings model for vectors (default: $MEMCTL_EMBEDDINGS_MODEL; none: no vectors): "
     "local:wordllama, or a model of the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")]
@@ -110,10 +114,9 @@ def ingest(
         "--from-mtime", help="Date records that carry no time by their file's modification time.")] = False,
     tz: Annotated[Optional[str], typer.Option(
         "--tz", help="IANA zone of naive local times (Aider's); default: this machine's.")] = None,
-    extractor: Annotated[str, typer.Option(
-        "--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")] = "auto",
-    model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
+    extractor: ExtractorOption = "auto",
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 4,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
     embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
@@ -386,9 +389,9 @@ def _effects_table(title: str, effects):
 def retry(
     targets: Annotated[Optional[list[str]], typer.Argument(help="Episode or ingest-operation ids, or unique prefixes.")] = None,
     failed: Annotated[bool, typer.Option("--failed", help="Every episode whose extraction failed or is pending.")] = False,
-    extractor: Annotated[str, typer.Option("--extractor", help="auto, llm or rules (as for ingest).")] = "auto",
-    model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
+    extractor: ExtractorOption = "auto",
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 4,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Extract and show what would change; write nothing (the "
                                                             "replies are cached, so doing it costs no more calls).")] = False,
     as_json: JsonOption = False,
@@ -570,10 +573,9 @@ def operations(
 def mcp(
     http: Annotated[Optional[str], typer.Option(
         "--http", help="Serve streamable HTTP at [HOST:]PORT (host 127.0.0.1 unless given) instead of stdio.")] = None,
-    extractor: Annotated[str, typer.Option(
-        "--extractor", help="For add_memory without facts: auto, llm or rules (as for ingest).")] = "auto",
-    model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
+    extractor: ExtractorOption = "auto",
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 4,
     embeddings_model: EmbeddingsOption = None,
 ) -> None:
     """Serve the memory to an agent over the Model Context Protocol (stdio by default).
