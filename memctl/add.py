@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from memctl import times
 from memctl.errors import BadInput, LLMUnavailable
-from memctl.extract import Extractor
+from memctl.extract import Extractor, reads_context
 from memctl.extract.stage import RequestBuilder, run_requests
 from memctl.ingest import COUNTED, tally
 from memctl.model import Episode, content_hash
@@ -53,8 +53,8 @@ def add_memory(db: Database, clock: Clock, content: str, *, reference_time: str 
     episode = _episode(db, clock, content, reference_time, source, facts)
     report = IngestReport(extractor=extractor.name if extractor is not None and facts is None else None)
     if extractor is not None and facts is None:
-        request = RequestBuilder(db, in_order=False).request(episode.id, episode.content, episode.reference_time,
-                                                             episode.source, episode.position)
+        builder = RequestBuilder(db, in_order=False, with_context=reads_context(extractor))
+        request = builder.request(episode.id, episode.content, episode.reference_time, episode.source, episode.position)
         try:
             run_requests(extractor, [request], {episode.id: episode}, report)
         except LLMUnavailable as error:  # stored all the same; `memctl retry --failed` extracts it later

@@ -110,3 +110,29 @@ def test_episodes_by_time_window_and_the_last_operations(memory):
         memory.operations(limit=0)
     with pytest.raises(BadInput, match="status must be active or undone"):
         memory.episodes(status="gone")
+
+
+class Recording:
+    """An extractor that finds nothing and keeps the requests it was given."""
+
+    name = "test:recording"
+
+    def __init__(self, reads_context: bool):
+        self.reads_context = reads_context
+        self.requests: list[Request] = []
+
+    def extract(self, requests):
+        for request in requests:
+            self.requests.append(request)
+            yield request, Result()
+
+
+def test_a_model_sees_the_sources_earlier_memories_and_the_rules_no_context_at_all(memory):
+    memory.add_memory("Billing runs on MySQL.", facts=[BILLING_MYSQL], source="notes://billing")
+    model, rules = Recording(reads_context=True), Recording(reads_context=False)
+    memory.add_memory("We are moving it to Postgres.", source="notes://billing", extractor=model)
+    memory.add_memory("Postgres it is.", source="notes://billing", extractor=rules)
+    [asked] = model.requests
+    assert asked.context == ("Billing runs on MySQL.",) and asked.predicates == ("uses database",)
+    [read] = rules.requests  # its queries would cost a live memory more than the extraction
+    assert (read.text, read.context, read.predicates) == ("Postgres it is.", (), ())
