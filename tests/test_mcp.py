@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from memctl.times import to_storage
 
 from .conftest import utc
+from .fake_llm import API_KEY, FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "fixtures" / "team.facts.jsonl"
@@ -62,9 +64,9 @@ class Client:
 
 
 @asynccontextmanager
-async def session(db: Path) -> AsyncIterator[ClientSession]:
+async def session(db: Path, extractor: str = "rules", env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     server = StdioServerParameters(command=sys.executable, args=["-m", "memctl", "--db", str(db), "mcp",
-                                                                 "--extractor", "rules"], cwd=str(REPO))
+                                                                 "--extractor", extractor], cwd=str(REPO), env=env)
     with open(db.with_suffix(".stderr"), "w") as errlog:
         async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
@@ -214,3 +216,38 @@ def test_http_binds_to_this_machine_unless_told(given, address):
 def test_a_bad_http_address_is_bad_usage(cli):
     run = cli("mcp", "--http", "localhost")
     assert run.code == 2 and "--http takes [HOST:]PORT" in run.err
+
+
+class HeldModel(FakeOpenAIServer):
+    """The fake model, answering only once the test lets it: a long extraction on demand."""
+
+    def __init__(self) -> None:
+        super().__init__(datetime.now(UTC))
+        self.asked, self.may_answer = threading.Event(), threading.Event()
+
+    def model_reply(self, model: str, user: str) -> str:
+        self.asked.set()
+        self.may_answer.wait(60)
+        return super().model_reply(model, user)
+
+
+def test_a_recall_is_served_while_an_add_memory_waits_for_the_model(tmp_path):
+    db = tmp_path / "llm.db"
+    with HeldModel() as model, start_blocking_portal() as portal:
+        env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": API_KEY, "MEMCTL_MODEL": "fake-normal"}
+        try:
+            with portal.wrap_async_context_manager(session(db, "llm", env)) as client:
+                served = Client(portal, client, db)
+                served.ok("add_memory", content="Billing uses MySQL.", reference_time="2023-01-01",
+                          facts=[{"subject": "Billing", "predicate": "uses", "object": "MySQL", "cardinality": "many"}])
+                waiting = portal.start_task_soon(client.call_tool, "add_memory",
+                                                 {"content": "Billing uses Postgres since 2 April 2024."})
+                assert model.asked.wait(30)  # the extraction is under way, held at the model
+                found = served.ok("recall", query="billing MySQL")["results"]  # answered meanwhile
+                assert not waiting.done() and [r["object"] for r in found if r["kind"] == "fact"] == ["MySQL"]
+                model.may_answer.set()
+                added = waiting.result(30).structured_content
+        finally:
+            model.may_answer.set()
+    assert (added["extraction"], added["extractor"]) == ("done", "llm:fake-normal")
+    assert [(a["object"], a["valid_at"]) for a in added["assertions"]] == [("Postgres", utc("2024-04-02"))]
