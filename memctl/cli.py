@@ -455,7 +455,8 @@ def repair_midnight_hallucinations(
 
 @app.command()
 def episodes(
-    source: Annotated[Optional[Path], typer.Option("--source", help="Only episodes from this file.")] = None,
+    source: Annotated[Optional[str], typer.Option(
+        "--source", help="Only episodes from this file, or from a source as listed (memctl://add_memory).")] = None,
     status: Annotated[Optional[str], typer.Option("--status", help="active or undone.")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Episodes said from this time on. " + TIME_HELP)] = None,
     until: Annotated[Optional[str], typer.Option("--until", help="Episodes said before this time. " + TIME_HELP)] = None,
@@ -466,7 +467,9 @@ def episodes(
 
     Example: memctl episodes --status active --limit 20
     """
-    rows = _memory().episodes(source=source, status=status, since=_instant(since, "--since"),
+    # A file is named as the user sees it (relative, say) and stored resolved; other sources as they are stored.
+    named = Path(source) if source is not None and Path(source).exists() else source
+    rows = _memory().episodes(source=named, status=status, since=_instant(since, "--since"),
                               until=_instant(until, "--until"), limit=limit)
     if as_json:
         _print_json(rows)

@@ -192,6 +192,8 @@ def test_history_and_episode_lists_are_the_clis_json(mcp):
     listed = mcp.ok("list_episodes", since="2022-01-01", until="2022-12-31")["episodes"]
     assert listed == memctl(mcp.db, "episodes", "--since", "2022-01-01", "--until", "2022-12-31")
     assert [e["source"] for e in listed] == ["test://lists"]
+    assert memctl(mcp.db, "episodes", "--source", "test://lists") == mcp.ok("list_episodes", source="test://lists")[
+        "episodes"] == listed
 
 
 def test_without_the_extra_the_command_says_how_to_install_it(cli, monkeypatch):
