@@ -43,8 +43,8 @@ class Extractor(Protocol):
     """What turns episode text into assertions.
 
     An extractor that reads only a request's text may say so with ``reads_context =
-    False`` (the rules do): its requests then carry no context and no predicates, whose
-    queries cost a live memory more than the extraction (``reads_context``).
+    False`` (the rules do): its requests then carry no context and no predicates, and
+    cost no query for them, which for one live memory cost more than the extraction.
     """
 
     name: str  # "rules", or "llm:<model>"
