@@ -177,6 +177,53 @@ def _extractor(memory, choice: str, model: str | None, concurrency: int):
                            concurrency=concurrency, notice=lambda message: typer.echo(f"memctl: {message}", err=True))
 
 
+@app.command()
+def add(
+    content: Annotated[str, typer.Argument(help="What to remember, in words.")],
+    reference_time: Annotated[Optional[str], typer.Option(
+        "--reference-time", help="When it was said or done (default: now, marked as the call's time). " + TIME_HELP)] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="Where it comes from (default: memctl://add_memory).")] = None,
+    facts: Annotated[Optional[str], typer.Option(
+        "--facts", help='Exact facts as a JSON list of the structured format\'s fact objects, stored as given: '
+        '\'[{"subject": "billing", "predicate": "uses", "object": "Postgres", "valid_at": "2024-04-02"}]\'.')] = None,
+    extractor: ExtractorOption = "auto",
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 4,
+    embeddings_model: EmbeddingsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Save one memory as an episode, as an agent does with the MCP tool add_memory.
+
+    Exit 1 when the model could not be reached (the memory is kept, pending).
+    Example: memctl add "We moved billing to Postgres" --reference-time 2024-04-02
+    """
+    given = None
+    if facts is not None:
+        try:
+            given = json.loads(facts)
+        except json.JSONDecodeError as error:
+            raise BadInput(f"--facts is not JSON: {error}") from None
+    memory = _memory(must_exist=False, embeddings_model=embeddings_model)
+    result = memory.add_memory(content, reference_time=_instant(reference_time, "--reference-time"), source=source,
+                               facts=given, extractor=None if given is not None else
+                               _extractor(memory, extractor, model, concurrency))
+    if result.llm_unavailable:
+        typer.echo(f"memctl: {result.llm_unavailable}; the memory is kept as pending for 'memctl retry --failed'", err=True)
+    if as_json:
+        _print_json(result)
+    else:
+        console = _console()
+        console.print(_table("Added" if not result.already_present else "Already present", ["", ""], [
+            ["episode", result.episode_id], ["reference time", f"{_day(result.reference_time)} "
+                                                               f"(from {result.reference_time_source})"],
+            ["extraction", result.extraction], ["assertions", len(result.assertions)],
+            ["operation", result.operation_id or "(nothing new)"]]))
+        if result.effects.any():
+            console.print(_effects_table("Facts", result.effects))
+    if result.llm_unavailable:
+        raise typer.Exit(1)
+
+
 def _ingest_with_progress(memory, paths: list[Path], options, extractor):
     """A progress bar over the files on a terminal; plain otherwise."""
     if not sys.stderr.isatty():

@@ -90,7 +90,8 @@ def build_server(memory: Memory, extractor: Extractor | None) -> MCPServer:
     ) -> dict[str, Any]:
         """Save one memory as an episode. Without reference_time it is dated now (reference_time_source
         "call"); give reference_time for something said or done earlier. Returns the episode's id and
-        time, the assertions stored, and the facts it added or ended (added, changed, removed, reopened)."""
+        time, the assertions stored, and the facts it added or ended (added, changed, removed, reopened).
+        As `memctl add --json`."""
         return _answer(lambda: memory.add_memory(content, reference_time=reference_time, source=source, facts=facts,
                                                  extractor=extractor))
 

@@ -185,6 +185,17 @@ def test_recall_is_the_clis_recall_json_and_a_second_process_can_write_meanwhile
     assert mcp.ok("list_operations", limit=1)["operations"] == memctl(mcp.db, "operations", "--limit", "1")
 
 
+def test_add_memory_is_the_clis_add_json(mcp):
+    arguments = {"content": "Search runs on OpenSearch.", "source": "test://add", "reference_time": "2023-03-03",
+                 "facts": [{"subject": "search", "predicate": "runs on", "object": "OpenSearch"}]}
+    served = mcp.ok("add_memory", **arguments)
+    typed = memctl(mcp.db, "add", "Search runs on OpenSearch, said again.", "--source", "test://add", "--reference-time",
+                   "2023-03-04", "--facts", json.dumps(arguments["facts"]))
+    assert list(typed) == list(served) and (typed["position"], served["position"]) == (2, 1)
+    # The same value said again later is more evidence for the fact it supports, which stays as it was.
+    assert len(typed["assertions"]) == 1 and typed["added"] == typed["changed"] == typed["removed"] == []
+
+
 def test_history_and_episode_lists_are_the_clis_json(mcp):
     mcp.ok("add_memory", content="Warehouse runs on ClickHouse.", source="test://lists", reference_time="2022-02-02",
            facts=[{"subject": "warehouse", "predicate": "runs on", "object": "ClickHouse"}])
