@@ -264,3 +264,37 @@ def test_a_recall_is_served_while_an_add_memory_waits_for_the_model(tmp_path):
             model.may_answer.set()
     assert (added["extraction"], added["extractor"]) == ("done", "llm:fake-normal")
     assert [(a["object"], a["valid_at"]) for a in added["assertions"]] == [("Postgres", utc("2024-04-02"))]
+
+
+def test_stdout_carries_only_protocol_messages(tmp_path):
+    """Read raw, not through the SDK's client (which may pass over a stray line): every line
+    the server writes to stdout is a JSON-RPC message, notices included go to stderr."""
+    from mcp.types import LATEST_PROTOCOL_VERSION
+
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "add_memory", "arguments": {"content": "Billing uses MySQL.", "reference_time": "2025-02-31"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "add_memory", "arguments": {"content": "Billing uses MySQL."}}},
+    ]
+    server = subprocess.Popen([sys.executable, "-m", "memctl", "--db", str(tmp_path / "raw.db"), "mcp"], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+    server.stdin.flush()
+    by_id: dict = {}
+    while set(by_id) != {1, 2, 3}:  # the calls run concurrently; the input stays open until both answered
+        line = server.stdout.readline()
+        assert line, "the server closed stdout"
+        reply = json.loads(line)  # anything but a protocol message fails here
+        assert reply["jsonrpc"] == "2.0"
+        if "id" in reply:
+            by_id[reply["id"]] = reply["result"]
+    rest, stderr = server.communicate(timeout=30)  # closing the input ends the server
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in rest.splitlines())
+    assert by_id[2]["isError"] and not by_id[3].get("isError")
+    assert "memctl: serving" in stderr and "offline rules extractor" in stderr
