@@ -298,3 +298,13 @@ def test_stdout_carries_only_protocol_messages(tmp_path):
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in rest.splitlines())
     assert by_id[2]["isError"] and not by_id[3].get("isError")
     assert "memctl: serving" in stderr and "offline rules extractor" in stderr
+
+
+@pytest.mark.parametrize("command", [["--help"], ["recall", "billing"], ["add", "Billing uses MySQL."]])
+def test_only_the_mcp_command_imports_the_sdk(mcp, command):
+    probe = ("import sys\nfrom memctl.cli import main\nsys.argv = ['memctl', '--db', sys.argv[1], *sys.argv[2:]]\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.partition('.')[0] in ('mcp', 'mcp_types')), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe, str(mcp.db), *command], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    assert done.stderr.strip().splitlines()[-1] == "[]"
