@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ impo
         FactChange,
         History,
         IngestReport,
+        MemoryAdded,
         Operation,
         RebuildResult,
         RecallResult,
@@ -60,7 +61,7 @@ _HOMES = {
                       "FileRefused", "LLMUnavailable"],
     "memctl.results": ["RecallResult", "Fact", "History", "Slot", "EpisodeSummary", "EpisodeDetail", "StoredAssertion",
                        "Stats", "Operation", "IngestReport", "UndoPlan", "Effects", "FactChange", "RetryResult",
-                       "RepairResult", "DateFix", "RebuildResult"],
+                       "RepairResult", "DateFix", "RebuildResult", "MemoryAdded"],
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 __all__ = sorted(_HOME_OF)

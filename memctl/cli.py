@@ -31,6 +31,10 @@ app = typer.Typer(
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of a table.")]
+ExtractorOption = Annotated[str, typer.Option(
+    "--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")]
+ModelOption = Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")]
+ConcurrencyOption = Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")]
 EmbeddingsOption = Annotated[Optional[str], typer.Option(
     "--embeddings-model", help="Embeddings model for vectors (default: $MEMCTL_EMBEDDINGS_MODEL; none: no vectors): "
     "local:wordllama, or a model of the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")]
@@ -111,10 +115,9 @@ def ingest(
         "--from-mtime", help="Date records that carry no time by their file's modification time.")] = False,
     tz: Annotated[Optional[str], typer.Option(
         "--tz", help="IANA zone of naive local times (Aider's); default: this machine's.")] = None,
-    extractor: Annotated[str, typer.Option(
-        "--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")] = "auto",
-    model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
+    extractor: ExtractorOption = "auto",
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 4,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
     embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
@@ -173,6 +176,53 @@ def _extractor(memory, choice: str, model: str | None, concurrency: int):
 
     return build_extractor(choice, clock=memory.clock, cache=ResponseCache(memory.db, memory.now), model=model,
                            concurrency=concurrency, notice=lambda message: typer.echo(f"memctl: {message}", err=True))
+
+
+@app.command()
+def add(
+    content: Annotated[str, typer.Argument(help="What to remember, in words.")],
+    reference_time: Annotated[Optional[str], typer.Option(
+        "--reference-time", help="When it was said or done (default: now, marked as the call's time). " + TIME_HELP)] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="Where it comes from (default: memctl://add_memory).")] = None,
+    facts: Annotated[Optional[str], typer.Option(
+        "--facts", help='Exact facts as a JSON list of the structured format\'s fact objects, stored as given: '
+        '\'[{"subject": "billing", "predicate": "uses", "object": "Postgres", "valid_at": "2024-04-02"}]\'.')] = None,
+    extractor: ExtractorOption = "auto",
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 4,
+    embeddings_model: EmbeddingsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Save one memory as an episode, as an agent does with the MCP tool add_memory.
+
+    Exit 1 when the model could not be reached (the memory is kept, pending).
+    Example: memctl add "We moved billing to Postgres" --reference-time 2024-04-02
+    """
+    given = None
+    if facts is not None:
+        try:
+            given = json.loads(facts)
+        except json.JSONDecodeError as error:
+            raise BadInput(f"--facts is not JSON: {error}") from None
+    memory = _memory(must_exist=False, embeddings_model=embeddings_model)
+    result = memory.add_memory(content, reference_time=_instant(reference_time, "--reference-time"), source=source,
+                               facts=given, extractor=None if given is not None else
+                               _extractor(memory, extractor, model, concurrency))
+    if result.llm_unavailable:
+        typer.echo(f"memctl: {result.llm_unavailable}; the memory is kept as pending for 'memctl retry --failed'", err=True)
+    if as_json:
+        _print_json(result)
+    else:
+        console = _console()
+        console.print(_table("Added" if not result.already_present else "Already present", ["", ""], [
+            ["episode", result.episode_id], ["reference time", f"{_day(result.reference_time)} "
+                                                               f"(from {result.reference_time_source})"],
+            ["extraction", result.extraction], ["assertions", len(result.assertions)],
+            ["operation", result.operation_id or "(nothing new)"]]))
+        if result.effects.any():
+            console.print(_effects_table("Facts", result.effects))
+    if result.llm_unavailable:
+        raise typer.Exit(1)
 
 
 def _ingest_with_progress(memory, paths: list[Path], options, extractor):
@@ -387,9 +437,9 @@ def _effects_table(title: str, effects):
 def retry(
     targets: Annotated[Optional[list[str]], typer.Argument(help="Episode or ingest-operation ids, or unique prefixes.")] = None,
     failed: Annotated[bool, typer.Option("--failed", help="Every episode whose extraction failed or is pending.")] = False,
-    extractor: Annotated[str, typer.Option("--extractor", help="auto, llm or rules (as for ingest).")] = "auto",
-    model: Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")] = 4,
+    extractor: ExtractorOption = "auto",
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 4,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Extract and show what would change; write nothing (the "
                                                             "replies are cached, so doing it costs no more calls).")] = False,
     as_json: JsonOption = False,
@@ -453,8 +503,11 @@ def repair_midnight_hallucinations(
 
 @app.command()
 def episodes(
-    source: Annotated[Optional[Path], typer.Option("--source", help="Only episodes from this file.")] = None,
+    source: Annotated[Optional[str], typer.Option(
+        "--source", help="Only episodes from this file, or from a source as listed (memctl://add_memory).")] = None,
     status: Annotated[Optional[str], typer.Option("--status", help="active or undone.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Episodes said from this time on. " + TIME_HELP)] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Episodes said before this time. " + TIME_HELP)] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many.")] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -462,9 +515,10 @@ def episodes(
 
     Example: memctl episodes --status active --limit 20
     """
-    if status not in (None, "active", "undone"):
-        raise BadInput(f"--status must be active or undone, got {status!r}")
-    rows = _memory().episodes(source=source, status=status, limit=limit)
+    # A file is named as the user sees it (relative, say) and stored resolved; other sources as they are stored.
+    named = Path(source) if source is not None and Path(source).exists() else source
+    rows = _memory().episodes(source=named, status=status, since=_instant(since, "--since"),
+                              until=_instant(until, "--until"), limit=limit)
     if as_json:
         _print_json(rows)
         return
@@ -548,12 +602,15 @@ def rebuild(as_json: JsonOption = False) -> None:
 
 
 @app.command()
-def operations(as_json: JsonOption = False) -> None:
+def operations(
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the last this many.")] = None,
+    as_json: JsonOption = False,
+) -> None:
     """List ingests, undos and rebuilds with their ids, times and counts.
 
     Example: memctl operations --json
     """
-    rows = _memory().operations()
+    rows = _memory().operations(limit=limit)
     if as_json:
         _print_json(rows)
         return
@@ -561,6 +618,43 @@ def operations(as_json: JsonOption = False) -> None:
         [r.id, r.kind, _day(r.at), r.status, ", ".join(f"{k} {v}" for k, v in r.counts.items())]
         for r in rows
     ]))
+
+
+@app.command()
+def mcp(
+    http: Annotated[Optional[str], typer.Option(
+        "--http", help="Serve streamable HTTP at [HOST:]PORT (host 127.0.0.1 unless given) instead of stdio.")] = None,
+    extractor: ExtractorOption = "auto",
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 4,
+    embeddings_model: EmbeddingsOption = None,
+) -> None:
+    """Serve the memory to an agent over the Model Context Protocol (stdio by default).
+
+    Tools: add_memory, recall, delete_episode, list_episodes, entity_history,
+    list_operations, undo_operation. Needs the mcp extra: pip install 'memctl[mcp]'.
+
+    Example: claude mcp add memctl -- memctl mcp
+    """
+    try:
+        from memctl.mcp_server import serve
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
+            raise
+        from memctl.errors import MissingExtra
+
+        raise MissingExtra("memctl mcp", "mcp") from None
+    address = _host_and_port(http) if http is not None else None
+    memory = _memory(must_exist=False, embeddings_model=embeddings_model)
+    serve(memory, _extractor(memory, extractor, model, concurrency), http=address)
+
+
+def _host_and_port(value: str) -> tuple[str, int]:
+    """``[HOST:]PORT``; a bare port is bound to 127.0.0.1, so only this machine can reach the memory."""
+    host, _, port = value.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInput(f"--http takes [HOST:]PORT, like 127.0.0.1:8765 or 8765; got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 # Exit codes by error class, most specific first: 1 when the rest of the work was kept

@@ -22,7 +22,8 @@ from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, files_under
 from memctl.store import BATCH_EPISODES, batches
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
-from memctl.store.episodes import recompute, sort_new, store_episodes
+from memctl.store.episodes import Added, recompute, sort_new, store_episodes
+from memctl.store.facts import SlotChanges
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -67,13 +68,7 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
                     continue
                 entry = entry or journal.record(db, "ingest", at, command or {}, "running")
                 store_episodes(db, added, at, entry.id)
-                changes = recompute(db, at, added.touched)
-                report.added += len(added.added)
-                report.reactivated += len(added.reactivated)
-                report.revised += len(added.revised)
-                report.assertions += added.assertions
-                report.facts_created += len(changes.inserted)
-                report.facts_expired += len(changes.expired)
+                tally(report, added, recompute(db, at, added.touched))
                 entry.counts = {name: getattr(report, name) for name in COUNTED}
                 journal.save_counts(db, entry)
     except BaseException:
@@ -85,6 +80,16 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
         report.operation_id = entry.id
         _finish(db, clock, entry.id, "done")
     return report
+
+
+def tally(report: IngestReport, added: Added, changes: SlotChanges) -> None:
+    """Count what one transaction stored (``COUNTED``) into ``report``."""
+    report.added += len(added.added)
+    report.reactivated += len(added.reactivated)
+    report.revised += len(added.revised)
+    report.assertions += added.assertions
+    report.facts_created += len(changes.inserted)
+    report.facts_expired += len(changes.expired)
 
 
 def _finish(db: Database, clock: Clock, operation_id: str, status: str) -> None:

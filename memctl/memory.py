@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from memctl import names, times
-from memctl.errors import NotFound
+from memctl.errors import BadInput, NotFound
 from memctl.results import (
     EpisodeDetail,
     EpisodeSummary,
     Fact,
     History,
     IngestReport,
+    MemoryAdded,
     Operation,
     RebuildResult,
     RecallResult,
@@ -110,6 +111,24 @@ class Memory:
             return ingest_module.store_in_batches(db, self.clock, episodes, command=command, batch_size=batch_size,
                                                   report=report)
 
+    def add_memory(self, content: str, *, reference_time: str | None = None, source: str | None = None,
+                   facts: list | None = None, extractor: Extractor | None = None) -> MemoryAdded:
+        """One episode written now (an agent's memory): dated ``reference_time``, else the
+        time of the call (``reference_time_source`` "call"). ``facts`` (the structured
+        format's fact objects) are stored as given; otherwise ``extractor`` extracts the
+        text (without one it is stored pending). See ``memctl.add``."""
+        from memctl import add
+        from memctl.errors import LLMUnavailable
+
+        with self.connections.writing() as db:
+            result = add.add_memory(db, self.clock, content, reference_time=reference_time, source=source, facts=facts,
+                                    extractor=extractor)
+        try:
+            self.embed()
+        except LLMUnavailable as error:  # the memory is stored; the next ingest or `memctl embed` makes the vectors
+            result.embeddings_unavailable = str(error)
+        return result
+
     def undo(self, targets: list[str], *, source: Path | None = None, apply: bool = False,
              purge: bool = False) -> UndoPlan:
         """Take episodes back out (``purge``: erase them for good), or put back what a repair,
@@ -182,11 +201,18 @@ class Memory:
             return recall_module.facts(db, now=self.now(), subject=subject, predicate=predicate, as_of=as_of,
                                        known_at=known_at, history=history, limit=limit)
 
-    def episodes(self, *, source: Path | None = None, status: str | None = None,
-                 limit: int | None = None) -> list[EpisodeSummary]:
+    def episodes(self, *, source: str | Path | None = None, status: str | None = None, since: str | None = None,
+                 until: str | None = None, limit: int | None = None) -> list[EpisodeSummary]:
+        """Episodes in time order: of ``source`` (a file ``Path``, or a source as stored,
+        such as ``memctl://add_memory``), of a ``status`` (active or undone), said in
+        [``since``, ``until``)."""
+        if status not in (None, "active", "undone"):
+            raise BadInput(f"must be active or undone, got {status!r}", parameter="status")
+        _at_least_one(limit)
+        window = {name: times.instant_argument(value, what=name) for name, value in (("since", since), ("until", until))}
         with self.connections.reading() as db:
-            return reads.episodes(db, source=str(source.resolve()) if source is not None else None, status=status,
-                                  limit=limit)
+            return reads.episodes(db, source=str(source.resolve()) if isinstance(source, Path) else source,
+                                  status=status, limit=limit, **window)
 
     def show(self, target: str) -> EpisodeDetail:
         """One episode (by id or unique prefix) with its assertions and the facts it supports."""
@@ -211,6 +237,13 @@ class Memory:
         with self.connections.reading() as db:
             return reads.stats(db, self.now())
 
-    def operations(self) -> list[Operation]:
+    def operations(self, *, limit: int | None = None) -> list[Operation]:
+        """The journal in time order; with ``limit``, its last ``limit`` operations."""
+        _at_least_one(limit)
         with self.connections.reading() as db:
-            return journal.operations(db)
+            return journal.operations(db, limit=limit)
+
+
+def _at_least_one(limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise BadInput(f"must be at least 1, got {limit}", parameter="limit")

@@ -279,8 +279,23 @@ class UndoPlan(Record):
                 "operation_id": self.operation_id}
 
 
+class WithEffects(Record):
+    """A result that carries the ``Effects`` of its change: their keys read, and print in
+    its JSON, as the result's own (``result["added"]``), as an undo plan's do."""
+
+    effects: Effects
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self.effects, key) if key in EFFECTS else super().__getitem__(key)
+
+    def flattened(self, data: dict[str, Any], *, last: tuple[str, ...] = ()) -> dict[str, Any]:
+        """``data`` (this record's JSON) with the effects' keys in place of ``effects``, then the keys in ``last``."""
+        return {**{k: v for k, v in data.items() if k != "effects" and k not in last}, **data["effects"],
+                **{k: data[k] for k in last}}
+
+
 @dataclass
-class RetryResult(Record):
+class RetryResult(WithEffects):
     episodes: list[str]
     extractor: str
     assertions: int
@@ -292,13 +307,42 @@ class RetryResult(Record):
     applied: bool = False
     operation_id: str | None = None
 
-    def __getitem__(self, key: str) -> Any:
-        return getattr(self.effects, key) if key in EFFECTS else super().__getitem__(key)
+    def to_json(self) -> dict[str, Any]:
+        return self.flattened(super().to_json(), last=("applied", "operation_id"))
+
+
+@dataclass
+class MemoryAdded(WithEffects):
+    """One episode ``add_memory`` wrote: where and when it was filed, what was extracted
+    from it, and what that did to the current facts (``effects``, as an undo plan says it).
+
+    ``reference_time_source`` is ``call`` when no time was given: the episode was
+    written live and takes the time of the call. ``extraction`` is ``structured`` when
+    the facts came with it, else done, failed, or ``pending`` when the model could not
+    be reached (``llm_unavailable`` says why; ``memctl retry --failed`` extracts it later).
+    """
+
+    _OMITTED_WHEN_NONE = frozenset({"extraction_error", "llm_unavailable", "embeddings_unavailable"})
+
+    episode_id: str
+    source: str
+    position: int
+    reference_time: str
+    reference_time_source: str
+    extraction: str
+    extractor: str | None
+    already_present: bool  # the same text at the same place was stored before: nothing changed
+    assertions: list[StoredAssertion] = field(default_factory=list)
+    effects: Effects = field(default_factory=Effects)
+    guard_changes: int = 0  # invented dates the date guard replaced or dropped
+    redactions: int = 0  # secrets replaced in the content before it was stored
+    operation_id: str | None = None
+    extraction_error: str | None = None
+    llm_unavailable: str | None = None  # why the model could not be used: the episode waits as pending
+    embeddings_unavailable: str | None = None  # why no vectors were made; `memctl embed` makes them later
 
     def to_json(self) -> dict[str, Any]:
-        data = super().to_json()
-        return {**{k: v for k, v in data.items() if k not in ("effects", "applied", "operation_id")},
-                **data["effects"], "applied": self.applied, "operation_id": self.operation_id}
+        return self.flattened(super().to_json())
 
 
 @dataclass

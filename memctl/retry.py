@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memctl.errors import NothingToExtract
-from memctl.extract import Extractor
+from memctl.extract import Extractor, reads_context
 from memctl.extract.stage import RequestBuilder, run_requests
 from memctl.model import Assertion
 from memctl.results import IngestReport, RetryResult
@@ -49,7 +49,7 @@ def retry(db: Database, clock: Clock, targets: list[str], extractor: Extractor, 
         raise NothingToExtract(structured[0])
     report = IngestReport(extractor=extractor.name)
     retried = {episode.id: Retried(episode.id, episode.reference_time) for episode in stored}
-    builder = RequestBuilder(db, in_order=False)
+    builder = RequestBuilder(db, in_order=False, with_context=reads_context(extractor))
     requests = [builder.request(e.id, e.content, e.reference_time, e.source, e.position) for e in stored]
     run_requests(extractor, requests, dict(retried), report)
     result = RetryResult(episodes=[], extractor=extractor.name, assertions=0, failures=report.extraction_failures,

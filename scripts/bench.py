@@ -6,6 +6,7 @@
     python scripts/bench.py --repair                     # repair over 1M assertions, 100k damaged
     python scripts/bench.py --retrieval [--speed-n 100000]  # recall@10 vs bare FTS5, and recall speed
     python scripts/bench.py --vectors [--vector-episodes 50000] [--dimensions 256]  # needs memctl[embeddings]
+    python scripts/bench.py --mcp [--assertions 100000] [--mcp-calls 200]  # `memctl mcp` round trips; needs memctl[mcp]
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -517,6 +518,56 @@ def vectors_benchmark(episodes: int, dimensions: int) -> dict:
     return result
 
 
+def mcp_benchmark(n_assertions: int, n_entities: int, calls: int, seed: int) -> dict:
+    """Round trips of add_memory and recall through a `memctl mcp` server process over stdio,
+    driven by the SDK's client as an agent would, over a store of ``n_assertions``: what an
+    agent waits for, protocol and process boundary included. add_memory runs the offline
+    rules extractor on its text (the server's default without an LLM)."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    rng = random.Random(seed)
+    episodes = generate(rng, n_assertions, n_entities)
+    picks = [a for e in rng.sample(episodes, calls) for a in e.assertions[:1]]
+    questions = [PREDICATES[a.predicate][3].format(a.subject) for a in picks]
+    # Sentences the rules extract an assertion from, about slots the store already holds.
+    memories = [f"{a.subject} uses {a.object} since {n % 28 + 1} March 2025." for n, a in enumerate(picks)]
+    with tempfile.TemporaryDirectory(prefix="memctl-mcp-") as tmp:
+        path = Path(tmp) / "mcp.db"
+        memory = Memory.open(path)
+        log(f"mcp: ingesting {len(episodes)} episodes (not timed)")
+        memory.ingest_episodes(progress(episodes, every=20_000))
+        stats = memory.stats()
+        memory.close()
+        timings: dict[str, list[float]] = {"add_memory": [], "recall": []}
+        stored: list[int] = []  # assertions each add_memory extracted and stored
+
+        async def session() -> None:
+            server = StdioServerParameters(command=sys.executable, cwd=str(REPO),
+                                           args=["-m", "memctl", "--db", str(path), "mcp", "--extractor", "rules"])
+            async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                await client.call_tool("recall", {"query": questions[0]})  # warm: imports, page cache
+                for tool, arguments in [("add_memory", {"content": text}) for text in memories] + [
+                        ("recall", {"query": question}) for question in questions]:
+                    began = time.perf_counter()
+                    result = await client.call_tool(tool, arguments)
+                    timings[tool].append(time.perf_counter() - began)
+                    if result.is_error:
+                        raise RuntimeError(f"{tool} {arguments}: {result.content}")
+                    if tool == "add_memory":
+                        stored.append(len(result.structured_content["assertions"]))
+
+        log(f"mcp: {calls} add_memory calls, then {calls} recalls, over stdio")
+        anyio.run(session)
+    result: dict = {"mcp_assertions": stats.assertions, "mcp_fact_versions": stats.fact_versions, "mcp_calls": calls,
+                    "mcp_add_memory_assertions": sum(stored)}
+    for tool, samples in timings.items():
+        result[f"mcp_{tool}_p50_ms"], result[f"mcp_{tool}_p95_ms"] = percentiles(samples)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parse", action="store_true", help="only the parse benchmark (real Claude Code sample)")
@@ -536,6 +587,8 @@ def main() -> None:
     parser.add_argument("--vectors", action="store_true", help="only the vector ranker benchmark (fake embedder)")
     parser.add_argument("--vector-episodes", type=int, default=50_000)
     parser.add_argument("--dimensions", type=int, default=256)
+    parser.add_argument("--mcp", action="store_true", help="only `memctl mcp` round trips over stdio (needs memctl[mcp])")
+    parser.add_argument("--mcp-calls", type=int, default=200, help="add_memory calls and recalls timed with --mcp")
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -558,6 +611,9 @@ def main() -> None:
         return
     if args.vectors:
         print(json.dumps(vectors_benchmark(args.vector_episodes, args.dimensions)))
+        return
+    if args.mcp:
+        print(json.dumps(mcp_benchmark(args.assertions, args.entities, args.mcp_calls, args.seed)))
         return
     if args.db is not None and args.db.exists():
         parser.error(f"{args.db} already exists; the benchmark needs a fresh database")

@@ -40,11 +40,24 @@ class Result:
 
 
 class Extractor(Protocol):
+    """What turns episode text into assertions.
+
+    An extractor that reads only a request's text may say so with ``reads_context =
+    False`` (the rules do): its requests then carry no context and no predicates, and
+    cost no query for them, which for one live memory cost more than the extraction.
+    """
+
     name: str  # "rules", or "llm:<model>"
 
     def extract(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Result]]:
         """One result per request, in any order (an LLM extractor works concurrently)."""
         ...
+
+
+def reads_context(extractor: Extractor) -> bool:
+    """Whether ``extractor`` reads a request's context and predicates (a model's prompt
+    does); one that does not say is assumed to."""
+    return getattr(extractor, "reads_context", True)
 
 
 EXTRACTOR_CHOICES = ("auto", "llm", "rules")
@@ -56,6 +69,7 @@ class _SaidOnce:
     def __init__(self, extractor: Extractor, notice: Callable[[str], None]):
         self.extractor = extractor
         self.name = extractor.name
+        self.reads_context = reads_context(extractor)
         self.notice = notice
         self.said = False
 

@@ -107,6 +107,7 @@ class RulesExtractor:
     """Extractor protocol over ``extract_text``; the clock gives only ``extracted_at``."""
 
     name = NAME
+    reads_context = False  # the text alone: no context, no predicates
 
     def __init__(self, clock: Callable[[], datetime]):
         self.clock = clock

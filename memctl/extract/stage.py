@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from memctl.errors import LLMUnavailable
-from memctl.extract import Extractor, Request, Result
+from memctl.extract import Extractor, Request, Result, reads_context
 from memctl.extract.guard import guard
 from memctl.extract.prompt import CONTEXT_EPISODES
 from memctl.model import Assertion, Episode
@@ -45,9 +45,10 @@ class RequestBuilder:
     a retry picks stored episodes here and there, so it reads them from the store.
     """
 
-    def __init__(self, db: Database, *, in_order: bool):
+    def __init__(self, db: Database, *, in_order: bool, with_context: bool = True):
         self.db = db
         self.in_order = in_order
+        self.with_context = with_context  # False: the extractor reads only the text, so no query is made
         self.recent: dict[str, deque[str]] = {}
         self.predicates: tuple[str, ...] | None = None
 
@@ -56,6 +57,8 @@ class RequestBuilder:
         self.recent.setdefault(source, deque(maxlen=CONTEXT_EPISODES)).append(text)
 
     def request(self, episode_id: str, text: str, reference_time: str, source: str, position: int) -> Request:
+        if not self.with_context:
+            return Request(episode_id, text, reference_time)
         if self.in_order:
             context = tuple(self.recent.get(source, ()))
             self.read(source, text)
@@ -105,7 +108,7 @@ def extracted(db: Database, episodes: Iterable[Episode], extractor: Extractor,
     When the model cannot be reached, the rest pass through unextracted and are stored
     as pending, for the next run.
     """
-    builder = RequestBuilder(db, in_order=True)
+    builder = RequestBuilder(db, in_order=True, with_context=reads_context(extractor))
     for chunk in batches(episodes, EXTRACT_CHUNK):
         builder.forget_predicates()  # the chunk before may have been stored meanwhile
         if report.llm_unavailable:

@@ -233,7 +233,11 @@ def render(turn: Turn) -> str:
     parts = [f"User: {turn.user.strip()}"]
     if turn.assistant.strip():
         parts.append(f"Assistant: {turn.assistant.strip()}")
-    text = "\n\n".join(parts)
+    return cut("\n\n".join(parts))
+
+
+def cut(text: str) -> str:
+    """``text``, cut to ``MAX_EPISODE_CHARS`` with the rest counted in its last line."""
     if len(text) > MAX_EPISODE_CHARS:
         text = text[:MAX_EPISODE_CHARS] + f"\n[cut: {len(text) - MAX_EPISODE_CHARS} more characters]"
     return text

@@ -52,14 +52,20 @@ class _Fact(BaseModel):
         return self
 
 
-class _Line(BaseModel):
+class _Facts(BaseModel):
+    """A list of fact objects: a line's, or what an agent hands ``add_memory``. Validated
+    as one field so that a problem is named as in the file (``facts[2].valid_at``)."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
+    facts: list[_Fact]
+
+
+class _Line(_Facts):
     reference_time: str | None = None
     source_id: str | None = None
     content: str | None = None
     extracted_at: str | None = None
-    facts: list[_Fact]
 
 
 def _instant(value: str | None, what: str) -> times.ParsedInstant | None:
@@ -130,9 +136,18 @@ def _first_message(error: ValidationError) -> str:
     return f"{where.replace('.[', '[')}: {message}" if where else message
 
 
-def _error_line(path: Path, number: int, error: Exception) -> BadInput:
-    message = _first_message(error) if isinstance(error, ValidationError) else str(error)
-    return BadInput(f"{path}:{number}: {message}")
+def _problem(error: ValidationError | ValueError) -> str:
+    return _first_message(error) if isinstance(error, ValidationError) else str(error)
+
+
+def read_facts(facts: object, reference_time: str) -> list[Assertion]:
+    """Fact objects given outside a file (``Memory.add_memory``) as assertions, read as a
+    line's are: dates as given, nothing inferred. BadInput names the first problem."""
+    try:
+        given = _Facts.model_validate({"facts": facts})
+        return [_assertion(item, index, reference_time, None) for index, item in enumerate(given.facts)]
+    except (ValidationError, ValueError) as error:
+        raise BadInput(_problem(error)) from None
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
@@ -155,7 +170,7 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
         except BadInput:
             raise
         except (ValidationError, ValueError) as error:
-            raise _error_line(path, number, error) from None
+            raise BadInput(f"{path}:{number}: {_problem(error)}") from None
         canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         yield Episode(
             source=str(path),

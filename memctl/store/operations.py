@@ -89,10 +89,11 @@ def journaled_row(db: Database, operation_id: str) -> Journaled:
     return Journaled(status, at, json.loads(command or "{}"), json.loads(episode_ids or "[]"))
 
 
-def operations(db: Queryable) -> list[Operation]:
-    return [
-        Operation(id=r[0], kind=r[1], at=r[2], finished_at=r[3], status=r[4], command=json.loads(r[5] or "{}"),
-                  counts=json.loads(r[6] or "{}"))
-        for r in db.execute(
-            "SELECT id, kind, at, finished_at, status, command, counts FROM operations ORDER BY at, id").fetchall()
-    ]
+def operations(db: Queryable, *, limit: int | None = None) -> list[Operation]:
+    """The journal in time order; with ``limit``, only its last ``limit`` operations."""
+    rows = db.execute(
+        f"""SELECT * FROM (SELECT id, kind, at, finished_at, status, command, counts FROM operations
+                           ORDER BY at DESC, id DESC {'LIMIT ?' if limit is not None else ''})
+            ORDER BY at, id""", [limit] if limit is not None else []).fetchall()
+    return [Operation(id=r[0], kind=r[1], at=r[2], finished_at=r[3], status=r[4], command=json.loads(r[5] or "{}"),
+                      counts=json.loads(r[6] or "{}")) for r in rows]

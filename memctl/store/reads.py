@@ -120,6 +120,11 @@ def episode_ids_of_source(db: Queryable, source: str) -> list[str]:
         "SELECT id FROM episodes WHERE source = ? ORDER BY position", [source]).fetchall()]
 
 
+def next_position(db: Queryable, source: str) -> int:
+    """The position after the last episode of ``source`` (1 for a new one), undone ones included."""
+    return db.execute("SELECT coalesce(max(position), 0) + 1 FROM episodes WHERE source = ?", [source]).fetchone()[0]
+
+
 def episode_statuses(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
     statuses: dict[str, str] = {}
     for chunk, marks in in_chunks(episode_ids):
@@ -127,14 +132,15 @@ def episode_statuses(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
     return statuses
 
 
-def episodes(db: Queryable, *, source: str | None, status: str | None, limit: int | None) -> list[EpisodeSummary]:
+def episodes(db: Queryable, *, source: str | None, status: str | None, limit: int | None, since: str | None = None,
+             until: str | None = None) -> list[EpisodeSummary]:
+    """Episodes by reference time, of one source and status if named, said in [``since``, ``until``)."""
     where, params = ["1"], []
-    if source is not None:
-        where.append("source = ?")
-        params.append(source)
-    if status is not None:
-        where.append("status = ?")
-        params.append(status)
+    for condition, value in (("source = ?", source), ("status = ?", status), ("reference_time >= ?", since),
+                             ("reference_time < ?", until)):
+        if value is not None:
+            where.append(condition)
+            params.append(value)
     rows = db.execute(
         f"""SELECT id, source, position, format, reference_time, reference_time_source, status
             FROM episodes WHERE {' AND '.join(where)} ORDER BY reference_time, id

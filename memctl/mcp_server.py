@@ -1,0 +1,166 @@
+"""``memctl mcp``: the memory as an agent's, over the Model Context Protocol.
+
+A thin layer over ``Memory``, as the command line is: each tool calls one method and
+returns its ``to_json()``, the keys of the matching ``--json`` (architecture §8). A list
+comes as one object with the list under its name (``{"episodes": [...]}``), since a
+tool's structured result must be an object.
+
+- **Errors.** The ``memctl.errors`` classes become tool errors (``isError``) with the
+  message the library gives; nothing is stored and the next call is served. Arguments
+  of the wrong type are refused by the SDK against each tool's schema, the same way.
+- **Threads.** The tools are plain functions, which the SDK runs on worker threads:
+  a recall is not stuck behind a long extraction on the event loop. ``Connections``
+  gives each thread its own reader, so reads wait for no write; writes take turns on the
+  one writer, and with another process (a ``memctl ingest``) through SQLite's lock.
+- **Output.** The stdio transport carries only protocol messages on stdout; notices
+  and the SDK's log go to stderr.
+
+This module imports the ``mcp`` SDK (the ``memctl[mcp]`` extra), so only the ``mcp``
+command imports it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import version
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from memctl.errors import BadInput, MemctlError
+from memctl.extract import Extractor
+from memctl.memory import Memory
+from memctl.results import Record
+
+# What each kind of tool does to the memory, for clients that ask before calling.
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+ADDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+INSTRUCTIONS = """\
+A local bi-temporal memory of past sessions and of what you save now. recall answers
+questions as of any time (as_of) and as memctl knew it then (known_at). add_memory saves
+one memory: give reference_time when it happened earlier than now; give facts
+(subject, predicate, object, valid_at...) to store exact facts, otherwise they are
+extracted from the text. delete_episode takes one back and re-opens what it had ended."""
+
+Time = Annotated[str | None, Field(description="ISO-8601 date or datetime; a bare date is 00:00 UTC, "
+                                               "a datetime without offset is UTC.")]
+
+
+def _answer(call: Callable[[], Record | Sequence[Record]], listed: str | None = None) -> dict[str, Any]:
+    """The result's JSON (a list under the key ``listed``), or a tool error saying what is wrong."""
+    try:
+        result = call()
+    except MemctlError as error:
+        raise ToolError(str(error)) from None
+    if isinstance(result, Record):
+        return result.to_json()
+    assert listed is not None
+    return {listed: [item.to_json() for item in result]}
+
+
+def _id_of(kind: str, prefix: str, value: str, other_tool: str) -> str:
+    """An episode or operation id, refused when it names the other kind: undo takes both,
+    and a model that mixes them up must hear so rather than undo the wrong thing."""
+    if not value.startswith(prefix):
+        raise BadInput(f"{value!r} is not an {kind} id ({prefix}…); {other_tool} takes the other kind",
+                       parameter=f"{kind}_id")
+    return value
+
+
+def build_server(memory: Memory, extractor: Extractor | None) -> MCPServer:
+    """The server's tools over ``memory``; ``add_memory`` extracts text with ``extractor``."""
+    server: MCPServer = MCPServer("memctl", instructions=INSTRUCTIONS, version=version("memctl"), log_level="WARNING")
+
+    @server.tool(annotations=ADDS)
+    def add_memory(
+        content: Annotated[str, Field(description="What to remember, in words; stored as the episode's text.")],
+        reference_time: Time = None,
+        source: Annotated[str | None, Field(description="Where it comes from (default memctl://add_memory); "
+                                                        "list_episodes filters by it.")] = None,
+        facts: Annotated[list | None, Field(description=(
+            "Exact facts, stored as given with nothing inferred: objects with subject, predicate, object, and "
+            "optionally fact (a sentence), valid_at, invalid_at (ISO-8601), cardinality (one|many), retracted "
+            "(true: it stopped holding at invalid_at)."))] = None,
+    ) -> dict[str, Any]:
+        """Save one memory as an episode. Without reference_time it is dated now (reference_time_source
+        "call"); give reference_time for something said or done earlier. Returns the episode's id and
+        time, the assertions stored, and the facts it added or ended (added, changed, removed, reopened).
+        As `memctl add --json`."""
+        return _answer(lambda: memory.add_memory(content, reference_time=reference_time, source=source, facts=facts,
+                                                 extractor=extractor))
+
+    @server.tool(annotations=READ_ONLY)
+    def recall(
+        query: Annotated[str, Field(description='What to look for, in words; "quoted words" match as a phrase.')],
+        as_of: Time = None,
+        known_at: Time = None,
+        limit: Annotated[int, Field(description="At most this many results.")] = 10,
+        history: Annotated[bool, Field(description="Every valid time of the matching facts, not one instant.")] = False,
+    ) -> dict[str, Any]:
+        """Find what was said (episodes) and what was extracted (facts), best first: facts true at as_of
+        (default now), episodes said by then, as memctl knew them at known_at. As `memctl recall --json`."""
+        return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history))
+
+    @server.tool(annotations=DESTRUCTIVE)
+    def delete_episode(
+        episode_id: Annotated[str, Field(description="The episode's id (ep_…) or a unique prefix of it.")],
+        purge: Annotated[bool, Field(description="Erase its content for good (a secret), not only take it out; "
+                                                 "a purge cannot be undone.")] = False,
+    ) -> dict[str, Any]:
+        """Take one episode back out, as if it had never been stored: its facts go, and facts it had ended
+        are re-opened. Returns the plan that was applied (removed, reopened, changed, added, operation_id);
+        undo_operation(operation_id) puts it back unless purged. As `memctl undo EPISODE --apply --json`."""
+        return _answer(lambda: memory.undo([_id_of("episode", "ep_", episode_id, "undo_operation")], apply=True,
+                                           purge=purge))
+
+    @server.tool(annotations=READ_ONLY)
+    def list_episodes(
+        source: Annotated[str | None, Field(description="Only episodes from this source, as listed.")] = None,
+        since: Time = None,
+        until: Time = None,
+        limit: Annotated[int, Field(description="At most this many.")] = 50,
+    ) -> dict[str, Any]:
+        """Episodes in time order, said in [since, until): {"episodes": [...]}, each as `memctl episodes --json`."""
+        return _answer(lambda: memory.episodes(source=source, since=since, until=until, limit=limit), "episodes")
+
+    @server.tool(annotations=READ_ONLY)
+    def entity_history(
+        entity: Annotated[str, Field(description="The entity's name (case and punctuation do not matter).")],
+    ) -> dict[str, Any]:
+        """Every slot (predicate) of an entity with its facts over time. As `memctl history ENTITY --json`."""
+        return _answer(lambda: memory.history(entity))
+
+    @server.tool(annotations=READ_ONLY)
+    def list_operations(
+        limit: Annotated[int, Field(description="Only the last this many.")] = 50,
+    ) -> dict[str, Any]:
+        """The journal of ingests, memories added, undos, retries and repairs, oldest first:
+        {"operations": [...]}, each as `memctl operations --json`."""
+        return _answer(lambda: memory.operations(limit=limit), "operations")
+
+    @server.tool(annotations=DESTRUCTIVE)
+    def undo_operation(
+        operation_id: Annotated[str, Field(description="The operation's id (op_…) or a unique prefix of it.")],
+    ) -> dict[str, Any]:
+        """Reverse one operation: an ingest or add_memory (its episodes go), or a repair, retry or undo
+        (what it changed comes back). Returns the plan that was applied. As `memctl undo OPERATION --apply --json`."""
+        return _answer(lambda: memory.undo([_id_of("operation", "op_", operation_id, "delete_episode")], apply=True))
+
+    return server
+
+
+def serve(memory: Memory, extractor: Extractor | None, *, http: tuple[str, int] | None = None) -> None:
+    """Serve until the client goes away: over stdio, or streamable HTTP at ``http`` (host, port)."""
+    server = build_server(memory, extractor)
+    where = f"http://{http[0]}:{http[1]}/mcp" if http else "stdio"
+    print(f"memctl: serving {memory.connections.path} over MCP ({where})", file=sys.stderr, flush=True)
+    if http is None:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=http[0], port=http[1])

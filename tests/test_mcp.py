@@ -1,0 +1,310 @@
+"""`memctl mcp` end to end: a real server process over stdio, driven by the MCP SDK's own
+client, as Claude Code or Codex would drive it. One server serves the whole module; each
+test writes under its own names, so the tests do not depend on one another's order."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from memctl.times import to_storage
+
+from .conftest import utc
+from .fake_llm import API_KEY, FakeOpenAIServer
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO / "fixtures" / "team.facts.jsonl"
+
+TOOLS = {
+    "add_memory": ["content", "reference_time", "source", "facts"],
+    "recall": ["query", "as_of", "known_at", "limit", "history"],
+    "delete_episode": ["episode_id", "purge"],
+    "list_episodes": ["source", "since", "until", "limit"],
+    "entity_history": ["entity"],
+    "list_operations": ["limit"],
+    "undo_operation": ["operation_id"],
+}
+READ_ONLY = {"recall", "list_episodes", "entity_history", "list_operations"}
+DESTRUCTIVE = {"delete_episode", "undo_operation"}
+
+
+class Client:
+    """The SDK's client session, called from the (synchronous) tests through a portal."""
+
+    def __init__(self, portal: BlockingPortal, session: ClientSession, db: Path):
+        self.portal, self.session, self.db = portal, session, db
+
+    def call(self, tool: str, **arguments):
+        return self.portal.call(self.session.call_tool, tool, arguments)
+
+    def ok(self, tool: str, **arguments) -> dict:
+        result = self.call(tool, **arguments)
+        assert not result.is_error, result.content
+        assert json.loads(result.content[0].text) == result.structured_content  # the text says the same
+        return result.structured_content
+
+    def error(self, tool: str, **arguments) -> str:
+        result = self.call(tool, **arguments)
+        assert result.is_error and result.structured_content is None
+        return result.content[0].text
+
+    def tools(self):
+        return self.portal.call(self.session.list_tools).tools
+
+
+@asynccontextmanager
+async def session(db: Path, extractor: str = "rules", env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    server = StdioServerParameters(command=sys.executable, args=["-m", "memctl", "--db", str(db), "mcp",
+                                                                 "--extractor", extractor], cwd=str(REPO), env=env)
+    with open(db.with_suffix(".stderr"), "w") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            yield client
+
+
+@pytest.fixture(scope="module")
+def mcp(tmp_path_factory) -> Client:
+    db = tmp_path_factory.mktemp("mcp") / "memory.db"
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(session(db)) as client:
+        yield Client(portal, client, db)
+
+
+def memctl(db: Path, *args: str) -> dict | list:
+    """A second process on the same file, as a user's terminal would be."""
+    done = subprocess.run([sys.executable, "-m", "memctl", "--db", str(db), *args, "--json"], cwd=REPO,
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_the_tools_have_the_issues_names_parameters_and_annotations(mcp):
+    tools = {tool.name: tool for tool in mcp.tools()}
+    assert {name: list(tool.input_schema["properties"]) for name, tool in tools.items()} == TOOLS
+    assert {name for name, tool in tools.items() if tool.annotations.read_only_hint} == READ_ONLY
+    assert {name for name, tool in tools.items() if tool.annotations.destructive_hint} == DESTRUCTIVE
+    assert tools["add_memory"].input_schema["required"] == ["content"]
+
+
+def test_a_reference_time_with_an_offset_is_stored_as_its_instant(mcp):
+    added = mcp.ok("add_memory", content="Quarterly planning moved to Lisbon.", source="test://offset",
+                   reference_time="2025-01-01T00:30:00+02:00")
+    assert (added["reference_time"], added["reference_time_source"]) == (utc("2024-12-31T22:30:00Z"), "record")
+    [listed] = mcp.ok("list_episodes", source="test://offset")["episodes"]
+    assert (listed["id"], listed["reference_time"], listed["reference_time_source"]) == (
+        added["episode_id"], utc("2024-12-31T22:30:00Z"), "record")
+
+
+def test_a_memory_without_a_time_is_stamped_within_the_call_and_says_so(mcp):
+    before = to_storage(datetime.now(UTC))
+    added = mcp.ok("add_memory", content="The deploy freeze starts today.", source="test://live")
+    after = to_storage(datetime.now(UTC))
+    assert before <= added["reference_time"] <= after and added["reference_time_source"] == "call"
+    assert memctl(mcp.db, "show", added["episode_id"])["reference_time_source"] == "call"
+
+
+def test_delete_episode_reopens_the_fact_it_had_superseded(mcp):
+    """The Graphiti bug: deleting the episode that replaced a value left the old value ended."""
+    mysql = {"subject": "ledger", "predicate": "primary database", "object": "MySQL", "valid_at": "2021-03-03"}
+    postgres = {"subject": "ledger", "predicate": "primary database", "object": "Postgres", "valid_at": "2024-06-01"}
+    mcp.ok("add_memory", content="Ledger runs on MySQL.", facts=[mysql], reference_time="2023-01-10")
+    moved = mcp.ok("add_memory", content="Ledger moved to Postgres.", facts=[postgres], reference_time="2024-06-02")
+    assert [(f["object"], f["invalid_at"]) for f in moved["changed"]] == [("MySQL", utc("2024-06-01"))]
+    assert [(a["object"], a["valid_at"], a["valid_at_evidence"]) for a in moved["assertions"]] == [
+        ("Postgres", utc("2024-06-01"), "explicit")]
+
+    plan = mcp.ok("delete_episode", episode_id=moved["episode_id"])
+    assert plan["applied"] and plan["episodes"] == [moved["episode_id"]]
+    assert [(f["object"], f["invalid_at"]) for f in plan["reopened"]] == [("MySQL", None)]
+    [slot] = mcp.ok("entity_history", entity="Ledger")["slots"]
+    assert [(f["object"], f["invalid_at"]) for f in slot["facts"]] == [("MySQL", None)]
+
+    undone = mcp.ok("undo_operation", operation_id=plan["operation_id"])
+    assert undone["applied"] and undone["undo"] == plan["operation_id"]
+    [slot] = mcp.ok("entity_history", entity="ledger")["slots"]
+    assert [(f["object"], f["invalid_at"]) for f in slot["facts"]] == [("MySQL", utc("2024-06-01")), ("Postgres", None)]
+
+
+@pytest.mark.parametrize("arguments, problem", [
+    ({"content": "Payroll moved to Oslo.", "reference_time": "2025-02-31"}, "reference_time '2025-02-31'"),
+    ({"content": "Payroll moved to Oslo.", "facts": [{"subject": "payroll", "object": "Oslo"}]},
+     "facts[0].predicate: Field required"),
+    ({"content": "Payroll moved to Oslo.", "facts": [{"subject": "payroll", "predicate": "in", "object": "Oslo",
+                                                      "valid_from": "2024-01-01"}]}, "facts[0].valid_from"),
+    ({"content": ""}, "content is empty"),
+])
+def test_bad_input_is_a_tool_error_that_stores_nothing_and_the_server_serves_on(mcp, arguments, problem):
+    episodes, operations = (len(mcp.ok(tool, limit=1000)[key]) for tool, key in
+                            (("list_episodes", "episodes"), ("list_operations", "operations")))
+    assert problem in mcp.error("add_memory", **arguments)
+    assert len(mcp.ok("list_episodes", limit=1000)["episodes"]) == episodes
+    assert len(mcp.ok("list_operations", limit=1000)["operations"]) == operations
+    assert mcp.ok("recall", query="payroll Oslo")["results"] == []
+
+
+def test_unknown_ids_empty_queries_and_mixed_up_ids_are_tool_errors(mcp):
+    assert "no episode or operation matches 'ep_0000nothing'" in mcp.error("delete_episode", episode_id="ep_0000nothing")
+    assert "is not an episode id" in mcp.error("delete_episode", episode_id="op_123")
+    assert "is not an operation id" in mcp.error("undo_operation", operation_id="ep_123")
+    assert "no words" in mcp.error("recall", query="   ")
+    assert "no entity named 'nobody at all'" in mcp.error("entity_history", entity="nobody at all")
+    assert "limit must be at least 1" in mcp.error("list_operations", limit=0)
+    assert "as_of 'soon'" in mcp.error("recall", query="ledger", as_of="soon")
+    mcp.ok("add_memory", content="Ambiguity check one.", source="test://ambiguous")
+    mcp.ok("add_memory", content="Ambiguity check two.", source="test://ambiguous")
+    assert "is ambiguous" in mcp.error("delete_episode", episode_id="ep_")
+    assert mcp.ok("list_operations", limit=1)["operations"]  # still serving
+
+
+def test_a_plain_text_memory_is_found_by_recall(mcp):
+    added = mcp.ok("add_memory", content="We chose Tailscale for the office VPN after the WireGuard trial.",
+                   reference_time="2025-04-02")
+    assert added["extraction"] == "done" and added["extractor"] == "rules"
+    hits = mcp.ok("recall", query="which VPN does the office use")["results"]
+    assert added["episode_id"] in [hit.get("episode_id") for hit in hits if hit["kind"] == "episode"]
+    assert mcp.ok("recall", query="office VPN", as_of="2025-04-01")["results"] == []  # not said yet then
+
+
+def test_recall_is_the_clis_recall_json_and_a_second_process_can_write_meanwhile(mcp):
+    report = memctl(mcp.db, "ingest", str(FIXTURE))  # another process writes the file the server has open
+    assert report["added"] > 0
+    question, as_of = "which database does billing use", "2024-03-01T00:00:00Z"
+    served = mcp.ok("recall", query=question, as_of=as_of, limit=5)
+    assert served == memctl(mcp.db, "recall", question, "--as-of", as_of, "--limit", "5")
+    databases = [r["object"] for r in served["results"] if r["kind"] == "fact"]
+    assert "MySQL" in databases and "Postgres" not in databases  # billing moved on 2 April 2024
+    assert mcp.ok("list_operations", limit=1)["operations"] == memctl(mcp.db, "operations", "--limit", "1")
+
+
+def test_add_memory_is_the_clis_add_json(mcp):
+    arguments = {"content": "Search runs on OpenSearch.", "source": "test://add", "reference_time": "2023-03-03",
+                 "facts": [{"subject": "search", "predicate": "runs on", "object": "OpenSearch"}]}
+    served = mcp.ok("add_memory", **arguments)
+    typed = memctl(mcp.db, "add", "Search runs on OpenSearch, said again.", "--source", "test://add", "--reference-time",
+                   "2023-03-04", "--facts", json.dumps(arguments["facts"]))
+    assert list(typed) == list(served) and (typed["position"], served["position"]) == (2, 1)
+    # The same value said again later is more evidence for the fact it supports, which stays as it was.
+    assert len(typed["assertions"]) == 1 and typed["added"] == typed["changed"] == typed["removed"] == []
+
+
+def test_history_and_episode_lists_are_the_clis_json(mcp):
+    mcp.ok("add_memory", content="Warehouse runs on ClickHouse.", source="test://lists", reference_time="2022-02-02",
+           facts=[{"subject": "warehouse", "predicate": "runs on", "object": "ClickHouse"}])
+    assert mcp.ok("entity_history", entity="warehouse") == memctl(mcp.db, "history", "warehouse")
+    listed = mcp.ok("list_episodes", since="2022-01-01", until="2022-12-31")["episodes"]
+    assert listed == memctl(mcp.db, "episodes", "--since", "2022-01-01", "--until", "2022-12-31")
+    assert [e["source"] for e in listed] == ["test://lists"]
+    assert memctl(mcp.db, "episodes", "--source", "test://lists") == mcp.ok("list_episodes", source="test://lists")[
+        "episodes"] == listed
+
+
+def test_without_the_extra_the_command_says_how_to_install_it(cli, monkeypatch):
+    for name in [name for name in sys.modules if name.partition(".")[0] in ("mcp", "mcp_types")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if the package were not installed
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    monkeypatch.delitem(sys.modules, "memctl.mcp_server", raising=False)
+    run = cli("mcp")
+    assert run.code == 2 and run.out == ""
+    assert run.err.strip().splitlines() == ["memctl: error: memctl mcp needs memctl's mcp extra: "
+                                            "pip install 'memctl[mcp]'"]
+
+
+@pytest.mark.parametrize("given, address", [("8765", ("127.0.0.1", 8765)), (":8765", ("127.0.0.1", 8765)),
+                                            ("0.0.0.0:80", ("0.0.0.0", 80)), ("[::1]:9000", ("::1", 9000))])
+def test_http_binds_to_this_machine_unless_told(given, address):
+    from memctl.cli import _host_and_port
+
+    assert _host_and_port(given) == address
+
+
+def test_a_bad_http_address_is_bad_usage(cli):
+    run = cli("mcp", "--http", "localhost")
+    assert run.code == 2 and "--http takes [HOST:]PORT" in run.err
+
+
+class HeldModel(FakeOpenAIServer):
+    """The fake model, answering only once the test lets it: a long extraction on demand."""
+
+    def __init__(self) -> None:
+        super().__init__(datetime.now(UTC))
+        self.asked, self.may_answer = threading.Event(), threading.Event()
+
+    def model_reply(self, model: str, user: str) -> str:
+        self.asked.set()
+        self.may_answer.wait(60)
+        return super().model_reply(model, user)
+
+
+def test_a_recall_is_served_while_an_add_memory_waits_for_the_model(tmp_path):
+    db = tmp_path / "llm.db"
+    with HeldModel() as model, start_blocking_portal() as portal:
+        env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": API_KEY, "MEMCTL_MODEL": "fake-normal"}
+        try:
+            with portal.wrap_async_context_manager(session(db, "llm", env)) as client:
+                served = Client(portal, client, db)
+                served.ok("add_memory", content="Billing uses MySQL.", reference_time="2023-01-01",
+                          facts=[{"subject": "Billing", "predicate": "uses", "object": "MySQL", "cardinality": "many"}])
+                waiting = portal.start_task_soon(client.call_tool, "add_memory",
+                                                 {"content": "Billing uses Postgres since 2 April 2024."})
+                assert model.asked.wait(30)  # the extraction is under way, held at the model
+                found = served.ok("recall", query="billing MySQL")["results"]  # answered meanwhile
+                assert not waiting.done() and [r["object"] for r in found if r["kind"] == "fact"] == ["MySQL"]
+                model.may_answer.set()
+                added = waiting.result(30).structured_content
+        finally:
+            model.may_answer.set()
+    assert (added["extraction"], added["extractor"]) == ("done", "llm:fake-normal")
+    assert [(a["object"], a["valid_at"]) for a in added["assertions"]] == [("Postgres", utc("2024-04-02"))]
+
+
+def test_stdout_carries_only_protocol_messages(tmp_path):
+    """Read raw, not through the SDK's client (which may pass over a stray line): every line
+    the server writes to stdout is a JSON-RPC message, notices included go to stderr."""
+    from mcp.types import LATEST_PROTOCOL_VERSION
+
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "add_memory", "arguments": {"content": "Billing uses MySQL.", "reference_time": "2025-02-31"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "add_memory", "arguments": {"content": "Billing uses MySQL."}}},
+    ]
+    server = subprocess.Popen([sys.executable, "-m", "memctl", "--db", str(tmp_path / "raw.db"), "mcp"], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+    server.stdin.flush()
+    by_id: dict = {}
+    while set(by_id) != {1, 2, 3}:  # the calls run concurrently; the input stays open until both answered
+        line = server.stdout.readline()
+        assert line, "the server closed stdout"
+        reply = json.loads(line)  # anything but a protocol message fails here
+        assert reply["jsonrpc"] == "2.0"
+        if "id" in reply:
+            by_id[reply["id"]] = reply["result"]
+    rest, stderr = server.communicate(timeout=30)  # closing the input ends the server
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in rest.splitlines())
+    assert by_id[2]["isError"] and not by_id[3].get("isError")
+    assert "memctl: serving" in stderr and "offline rules extractor" in stderr
+
+
+@pytest.mark.parametrize("command", [["--help"], ["recall", "billing"], ["add", "Billing uses MySQL."]])
+def test_only_the_mcp_command_imports_the_sdk(mcp, command):
+    probe = ("import sys\nfrom memctl.cli import main\nsys.argv = ['memctl', '--db', sys.argv[1], *sys.argv[2:]]\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.partition('.')[0] in ('mcp', 'mcp_types')), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe, str(mcp.db), *command], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    assert done.stderr.strip().splitlines()[-1] == "[]"
