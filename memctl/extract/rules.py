@@ -573,7 +573,7 @@ _REPLACE = re.compile(rf"{_HAVE}\s*{_ADV}(?:replaced)\s+", re.I)
 _FAVOUR = re.compile(rf"{_HAVE}\s*{_ADV}(?:dropped|ditched|replaced|abandoned)\s+(?=.*\bin\s+favou?r\s+of\b)", re.I)
 # "moved off A and onto B": a switch
 _MOVE_OFF = re.compile(rf"{_HAVE}\s*{_ADV}(?:moved|migrated|switched)\s+off\s+(?:of\s+)?", re.I)
-_ONTO = re.compile(r"\s+(?:and\s+)?(?:onto|on\s+to|to)\s+", re.I)
+_ONTO = r"\s+(?:and\s+)?(?:onto|on\s+to|to)\s+"
 # "X is backed by Y", "X runs on Y": what X is built on, a name
 _BACKED = re.compile(rf"(?:{_BE}{_ADV}(?:backed|powered)\s+by|\s+{_ADV}runs\s+on(?:\s+top\s+of)?)\s+", re.I)
 # who leads a team: "Priya runs the payments team", "Elena took over the platform team from Felix"
@@ -621,8 +621,8 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
                 return [_Said(subject, predicate, o, "many") for o in objects]
         return []
 
-    # "X dropped A in favour of B", "X replaced A with B": a switch
-    for pattern, joiner in ((_FAVOUR, r"\s+in\s+favou?r\s+of\s+"), (_REPLACE, r"\s+with\s+")):
+    # "X dropped A in favour of B", "X replaced A with B", "X moved off A and onto B": a switch
+    for pattern, joiner in ((_FAVOUR, r"\s+in\s+favou?r\s+of\s+"), (_REPLACE, r"\s+with\s+"), (_MOVE_OFF, _ONTO)):
         if _NEGATION.search(sentence):
             break
         for match in pattern.finditer(sentence):
@@ -676,16 +676,6 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
         named = match.group("verb").lower().endswith(("moved", "moving"))  # "moved the logo from the header to …"
         old = _objects(rest[:to.start()] + " .", atoms, named=named)
         new = _objects(rest[to.end():], atoms, named=named)
-        if len(old) == 1 and new:
-            return "switch", _switch(subject, old[0], new)
-    for match in _MOVE_OFF.finditer(sentence):
-        subject = subject_before(match)
-        rest = sentence[match.end():]
-        onto = _ONTO.search(rest)
-        if subject is None or onto is None:
-            continue
-        old = _objects(rest[:onto.start()] + " .", atoms, named=True)
-        new = _objects(rest[onto.end():], atoms, named=True)
         if len(old) == 1 and new:
             return "switch", _switch(subject, old[0], new)
     if said := each_object(_SWITCH_TO, "uses"):
