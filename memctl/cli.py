@@ -10,13 +10,22 @@ error is one line on stderr. Heavy modules are imported inside commands so that
 
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from memctl.errors import BadInput, FileRefused, LLMUnavailable, MemctlError, NotFound, NothingToExtract
+from memctl.errors import (
+    BadInput,
+    FileRefused,
+    LLMUnavailable,
+    MemctlError,
+    NotFound,
+    NothingToExtract,
+    StoreUnavailable,
+)
 
 TIME_HELP = "ISO-8601 date or datetime; a bare date is 00:00:00Z, a datetime without offset is UTC."
 
@@ -56,10 +65,20 @@ def _memory(*, must_exist: bool = True, embeddings_model: str | None = None):
     from memctl.memory import Memory
     from memctl.store.connection import default_path
 
-    path = State.db_path or default_path()
-    if must_exist and not Path(path).exists():
+    path = Path(State.db_path or default_path())
+    if must_exist and _holds_nothing(path):
         raise NotFound(f"no memory at {path} yet; run 'memctl ingest' first (or pass --db)")
     return Memory.open(path, embeddings_model=embeddings_model)
+
+
+def _holds_nothing(path: Path) -> bool:
+    """No file, or an empty one (made by `touch`) with no write-ahead log beside it: a
+    command that only reads must not write a schema into it. (A file killed early in its
+    first ingest may be empty while its WAL holds what was committed.)"""
+    if not path.exists():
+        return True
+    wal = path.with_name(path.name + "-wal")
+    return path.is_file() and path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0)
 
 
 def _instant(value: str | None, option: str) -> str | None:
@@ -143,11 +162,10 @@ def ingest(
         if as_json:
             for row in rows:
                 sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
-            return
-        _console().print(_table(f"Dry run: {len(rows)} episodes, nothing written",
-                                ["episode", "source:position", "reference time", "from", "assertions"],
-                                [[r["id"], f"{Path(r['source']).name}:{r['position']}", _day(r["reference_time"]),
-                                  r["reference_time_source"], r["assertions"]] for r in rows]))
+        else:
+            _print_preview(rows)
+        if any(row["bad_input"] for row in rows):
+            raise typer.Exit(1)  # as the real run would
         return
     memory = _memory(must_exist=False, embeddings_model=embeddings_model)
     report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency))
@@ -156,6 +174,10 @@ def ingest(
     if report.llm_unavailable:
         typer.echo(f"memctl: {report.llm_unavailable}; {report.episodes - report.already_present} episode(s) "
                    "kept as pending for the next run", err=True)
+    if report.extraction_failures:
+        typer.echo(f"memctl: extraction failed for {report.extraction_failures} episode(s), stored without "
+                   f"assertions (first: {report.first_failure}); 'memctl retry --failed' extracts them again",
+                   err=True)
     if report.embeddings_unavailable:
         typer.echo(f"memctl: no vectors made: {report.embeddings_unavailable}; the episodes are stored, "
                    "and 'memctl embed' makes the vectors later", err=True)
@@ -167,6 +189,22 @@ def ingest(
         _console().print(_ingest_table(report))
     if report.partial:
         raise typer.Exit(1)
+
+
+def _print_preview(rows: list[dict]) -> None:
+    """The episodes a dry run would store, then what it would skip, a row per reason."""
+    from collections import Counter
+
+    episodes = [r for r in rows if r["skipped_reason"] is None]
+    skipped = Counter((r["skipped_reason"], r["bad_input"]) for r in rows if r["skipped_reason"] is not None)
+    console = _console()
+    console.print(_table(f"Dry run: {len(episodes)} episodes, nothing written",
+                         ["episode", "source:position", "reference time", "from", "assertions"],
+                         [[r["id"], f"{Path(r['source']).name}:{r['position']}", _day(r["reference_time"]),
+                           r["reference_time_source"], r["assertions"]] for r in episodes]))
+    if skipped:
+        console.print(_table(f"Would skip {sum(skipped.values())} records or files", ["why", "bad input", "count"],
+                             [[reason, "yes" if bad else "no", count] for (reason, bad), count in skipped.most_common()]))
 
 
 def _extractor(memory, choice: str, model: str | None, concurrency: int):
@@ -456,9 +494,18 @@ def retry(
     memory = _memory()
     result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency), failed=failed,
                           dry_run=dry_run)
+    if result.failed:
+        typer.echo(f"memctl: extraction failed for {len(result.failed)} episode(s), left exactly as they were "
+                   f"(first: {result.first_failure}); 'memctl retry --failed' tries them again", err=True)
     if as_json:
         _print_json(result)
-        return
+    else:
+        _retry_tables(result)
+    if result.failed:
+        raise typer.Exit(1)
+
+
+def _retry_tables(result) -> None:
     console = _console()
     from memctl.results import EFFECTS
 
@@ -659,7 +706,8 @@ def _host_and_port(value: str) -> tuple[str, int]:
 
 # Exit codes by error class, most specific first: 1 when the rest of the work was kept
 # (a refused file, a model that could not be reached), 2 for bad usage or input.
-EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (LLMUnavailable, 1), (MemctlError, 2))
+EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (LLMUnavailable, 1), (StoreUnavailable, 1),
+                                                          (MemctlError, 2))
 
 
 def exit_code(error: MemctlError) -> int:
@@ -695,6 +743,14 @@ def main() -> None:
         sys.exit(1)
     except typer.Exit as done:
         sys.exit(done.exit_code)
+    except sqlite3.Error as error:  # the file: locked past the timeout, a full disk, read-only...
+        from memctl.store.connection import default_path, explain
+
+        explained = explain(error, State.db_path or default_path())
+        if explained is None or os.environ.get("MEMCTL_DEBUG"):
+            raise
+        typer.echo(f"memctl: error: {explained}", err=True)
+        sys.exit(exit_code(explained))
     except Exception as error:  # a bug or a broken database: still one line, never a traceback
         if os.environ.get("MEMCTL_DEBUG"):
             raise

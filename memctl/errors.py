@@ -67,3 +67,8 @@ class LLMUnavailable(MemctlError):
 
     def __init__(self, message: str):
         super().__init__(" ".join(message.split()))
+
+
+class StoreUnavailable(MemctlError):
+    """The database file could not take a write just now: another process held its lock
+    past the busy timeout, or the disk is full. What was committed before is kept."""

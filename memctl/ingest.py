@@ -152,26 +152,32 @@ def read_sources(
 
 
 def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
-    """What ingest would store, one row per episode or skipped record, writing nothing."""
+    """What ingest would store, one row per episode or skipped record, writing nothing.
+
+    A skipped row says why (``skipped_reason``) and whether the real run would count it
+    as bad input (``bad_input``: a malformed line or a refused file, exit 1).
+    """
     for path in files_under(paths):
         fmt = format_of(path, options)
         if fmt is None:
             yield {"source": str(path), "position": None, "format": None, "reference_time": None,
-                   "reference_time_source": None, "chars": 0, "skipped_reason": "not a format memctl reads"}
+                   "reference_time_source": None, "chars": 0, "skipped_reason": "not a format memctl reads",
+                   "bad_input": False}
             continue
         try:
             for item in parse(path, options, fmt):
                 if isinstance(item, Skipped):
                     yield {"source": str(path), "position": item.position, "format": fmt, "reference_time": None,
-                           "reference_time_source": None, "chars": 0, "skipped_reason": item.reason}
+                           "reference_time_source": None, "chars": 0, "skipped_reason": item.reason,
+                           "bad_input": item.malformed}
                 else:
                     yield {"id": item.id, "source": item.source, "position": item.position, "format": fmt,
                            "reference_time": item.reference_time,
                            "reference_time_source": item.reference_time_source, "chars": len(item.content),
                            "assertions": len(item.assertions), "redactions": item.redactions,
-                           "skipped_reason": None}
+                           "skipped_reason": None, "bad_input": False}
         except FileRefused as error:
             yield {"source": str(path), "position": None, "format": fmt, "reference_time": None,
-                   "reference_time_source": None, "chars": 0, "skipped_reason": str(error)}
+                   "reference_time_source": None, "chars": 0, "skipped_reason": str(error), "bad_input": True}
 
 

@@ -296,7 +296,7 @@ class WithEffects(Record):
 
 @dataclass
 class RetryResult(WithEffects):
-    episodes: list[str]
+    episodes: list[str]  # those whose assertions were swapped
     extractor: str
     assertions: int
     failures: int
@@ -304,6 +304,8 @@ class RetryResult(WithEffects):
     cache_hits: int
     guard_changes: int
     effects: Effects = field(default_factory=Effects)
+    failed: list[str] = field(default_factory=list)  # extraction failed: left exactly as they were
+    first_failure: str | None = None  # why the first of them failed
     applied: bool = False
     operation_id: str | None = None
 
@@ -403,6 +405,7 @@ class IngestReport(Record):
     input_tokens: int = 0
     output_tokens: int = 0
     extraction_failures: int = 0
+    first_failure: str | None = None  # why the first failed extraction failed
     guard_changes: int = 0  # invented dates the date guard replaced or dropped
     extracted_pending: int = 0  # episodes stored earlier as pending, extracted by this run
     llm_unavailable: str | None = None  # why the LLM could not be used; the rest wait as pending
@@ -413,8 +416,9 @@ class IngestReport(Record):
 
     @property
     def partial(self) -> bool:
-        """Something was refused or unreadable, and the rest was kept: exit code 1."""
-        return bool(self.refused or self.malformed or self.llm_unavailable or self.embeddings_unavailable)
+        """Something was refused, unreadable or not extracted, and the rest was kept: exit code 1."""
+        return bool(self.refused or self.malformed or self.llm_unavailable or self.embeddings_unavailable
+                    or self.extraction_failures)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "partial": self.partial}

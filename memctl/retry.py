@@ -52,13 +52,17 @@ def retry(db: Database, clock: Clock, targets: list[str], extractor: Extractor, 
     builder = RequestBuilder(db, in_order=False, with_context=reads_context(extractor))
     requests = [builder.request(e.id, e.content, e.reference_time, e.source, e.position) for e in stored]
     run_requests(extractor, requests, dict(retried), report)
+    # An episode whose extraction failed keeps what it has: a model that is down or
+    # answers nonsense must not swap good assertions for none.
+    failed_ids = [episode.id for episode in retried.values() if episode.extraction == "failed"]
     result = RetryResult(episodes=[], extractor=extractor.name, assertions=0, failures=report.extraction_failures,
                          model_calls=report.extraction_calls, cache_hits=report.cache_hits,
-                         guard_changes=report.guard_changes)
+                         guard_changes=report.guard_changes, failed=failed_ids,
+                         first_failure=report.first_failure)
     with tentative(db) as decision:
         # Extraction ran outside the lock: skip what another process undid meanwhile.
         still = store.active_ids(db, list(retried))
-        episodes = [episode for episode in retried.values() if episode.id in still]
+        episodes = [episode for episode in retried.values() if episode.id in still and episode.id not in failed_ids]
         result.episodes = [episode.id for episode in episodes]
         result.assertions = sum(len(episode.assertions) for episode in episodes)
         if not episodes:

@@ -116,6 +116,11 @@ def run_together(commands: list[list[str]]) -> list[tuple[int, str, str]]:
 
 def assert_rebuild_changes_nothing(db: Path) -> None:
     result = run_memctl(db, "rebuild", "--json")
+    wal = db.with_name(db.name + "-wal")
+    if db.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size):
+        # Killed before its first commit: an empty file, which holds no memory yet.
+        assert result.returncode == 2 and "no memory at" in result.stderr, result.stderr
+        return
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["facts_created"] == 0 and data["facts_expired"] == 0, f"facts disagree with the assertions: {data}"

@@ -78,14 +78,16 @@ def test_dry_run_shows_every_episode_and_skip_and_writes_nothing(cli, db_path, t
         {"role": "user", "content": "later", "timestamp": "not a time"},
     ])
     run = cli("ingest", chat, "--dry-run", "--json")
-    assert run.code == 0
+    assert run.code == 1  # as the real run would: a line is bad input
     rows = sorted((json.loads(line) for line in run.out.splitlines()), key=lambda row: row["position"])
-    keys = {"source", "position", "format", "reference_time", "reference_time_source", "chars", "skipped_reason"}
+    keys = {"source", "position", "format", "reference_time", "reference_time_source", "chars", "skipped_reason",
+            "bad_input"}
     assert all(keys <= set(row) for row in rows)
     assert [(r["position"], r["reference_time"], r["skipped_reason"] is None) for r in rows] == [
         (1, "2024-05-01T10:00:00.000000Z", True), (3, None, False)]
-    assert "not a time" in rows[1]["skipped_reason"]
+    assert "not a time" in rows[1]["skipped_reason"] and rows[1]["bad_input"] is True
     assert not db_path.exists()
+    assert cli("ingest", chat).code == 1
 
 
 def test_a_malformed_line_is_reported_with_its_number_and_the_rest_kept(cli, db_path, tmp_path):

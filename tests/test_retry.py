@@ -158,15 +158,57 @@ def test_undo_of_a_retry_brings_back_what_it_replaced_and_history_keeps_both(ing
     assert memory.rebuild()["facts_created"] == 0
 
 
-def test_undo_of_a_retry_restores_a_failed_extraction_state(ingested):
-    memory, clock = ingested
+def test_undo_of_a_retry_restores_a_failed_extraction_state(tmp_path):
+    clock = FakeClock("2026-11-21T10:00:00Z")
+    memory = Memory.open(tmp_path / "m.db", clock)
+    chat = write_jsonl(tmp_path / "c.jsonl", [{"role": "user", "content": "a", "timestamp": "2024-03-01T10:00:00Z"}])
+    memory.ingest([chat], IngestOptions(), extractor=Says(clock, "MySQL", fail=True))
     (episode,) = [e["id"] for e in memory.episodes()]
-    before = current_facts(memory)
-    retry_id = memory.retry([episode], Says(clock, "x", fail=True))["operation_id"]
-    assert memory.show(episode)["extraction"] == "failed" and objects(memory) == []
+    clock.advance(hours=1)
+    retry_id = memory.retry([episode], Says(clock, "Postgres"))["operation_id"]
+    assert memory.show(episode)["extraction"] == "done" and objects(memory) == ["Postgres"]
     clock.advance(hours=1)
     memory.undo([retry_id], apply=True)
-    assert memory.show(episode)["extraction"] == "done" and current_facts(memory) == before
+    assert memory.show(episode)["extraction"] == "failed" and objects(memory) == []
+
+
+def test_a_retry_whose_model_fails_leaves_the_episode_exactly_as_it_was(ingested, cli, tmp_path, monkeypatch):
+    """A model that is down or answers nonsense must not swap good assertions for none:
+    the failed episode keeps its assertions and state, the others are swapped, and the
+    command says so on one line and exits 1."""
+    memory, clock = ingested
+    chat = write_jsonl(tmp_path / "more.jsonl", [
+        {"role": "user", "content": "and ledger?", "timestamp": "2024-04-01T10:00:00Z"}])
+    memory.ingest([chat], IngestOptions(), extractor=Says(clock, "MySQL"))
+    first, second = sorted(e["id"] for e in memory.episodes())
+
+    def assertions_of(episode_id):
+        return memory.db.execute("SELECT * FROM assertions WHERE episode_id = ? ORDER BY id", [episode_id]).fetchall()
+
+    kept = assertions_of(first)
+
+    class FailsOnFirst(Says):
+        def extract(self, requests):
+            for request, result in super().extract(requests):
+                yield request, (Result(error="the model answered nonsense", calls=1)
+                                if request.episode_id == first else result)
+
+    clock.advance(hours=1)
+    result = memory.retry([first, second], FailsOnFirst(clock, "Postgres"))
+    assert (result.failed, result.episodes, result.failures) == ([first], [second], 1)
+    assert "the model answered nonsense" in result.first_failure
+    assert assertions_of(first) == kept and memory.show(first)["extraction"] == "done"
+    assert memory.db.execute("SELECT object FROM assertions WHERE episode_id = ? AND expired_at IS NULL",
+                             [second]).fetchall() == [("Postgres",)]  # the other episode was swapped
+
+    # From the command line, every episode failing: nothing changes, nothing is journaled, exit 1.
+    monkeypatch.setattr("memctl.extract.build_extractor", lambda *args, **kwargs: Says(clock, "x", fail=True))
+    before = (memory.db.execute("SELECT * FROM assertions ORDER BY id").fetchall(), current_facts(memory),
+              len(memory.operations()))
+    run = cli("retry", first, second, "--extractor", "rules", db=tmp_path / "m.db")
+    assert run.code == 1 and run.err.count("\n") == 1 and "extraction failed for 2 episode(s)" in run.err
+    assert before == (memory.db.execute("SELECT * FROM assertions ORDER BY id").fetchall(), current_facts(memory),
+                      len(memory.operations()))
 
 
 def test_undo_of_a_retry_leaves_an_episode_changed_since(ingested, cli, tmp_path):

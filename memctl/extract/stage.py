@@ -92,6 +92,7 @@ def take_result(report: IngestReport, target: Target, request: Request, result: 
     report.output_tokens += result.output_tokens
     if result.error is not None:
         report.extraction_failures += 1
+        report.first_failure = report.first_failure or f"{request.episode_id}: {result.error}"
         target.extraction, target.extraction_error = "failed", result.error
         return
     target.extraction, target.extraction_error = "done", None

@@ -131,7 +131,7 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, o
     """
     with open(path, "rb") as handle:
         lines = _NumberedLines(handle)
-        reader = jsonlines.Reader(lines)
+        reader = jsonlines.Reader(lines, loads=_loads)
         while True:
             try:
                 value = reader.read(skip_empty=True, allow_none=True)
@@ -285,9 +285,19 @@ def load_json(path: Path) -> object:
     """A whole JSON export (ChatGPT, Claude.ai, Gemini); FileRefused naming the file if bad."""
     try:
         with open(path, "rb") as handle:
-            return json.load(handle)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            return _loads(handle.read())
+    except (ValueError, UnicodeDecodeError) as error:
         raise FileRefused(f"{path}: not valid JSON ({error})") from None
+
+
+def _loads(text: str | bytes) -> object:
+    """json.loads, with a value nested deeper than Python's recursion allows (a 4 kB line
+    of 2,000 brackets) reported as the bad input it is: a ValueError, which jsonlines
+    turns into a bad line like any other, instead of a RecursionError that ends the run."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to be a record") from None
 
 
 if TYPE_CHECKING:

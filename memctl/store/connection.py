@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memctl import times
+from memctl.errors import BadInput, MemctlError, StoreUnavailable
 from memctl.store import Queryable, collector_paused
 
 if TYPE_CHECKING:
@@ -50,6 +51,61 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_file(path: Path) -> None:
+    """Refuse, before anything opens it (let alone writes to it), a path that is no memctl
+    database: a directory, a device or pipe, a file of another kind, or another program's
+    SQLite database. A missing or empty file is a new memory. Raises BadInput."""
+    if str(path) == ":memory:" or not path.exists():
+        return
+    if path.is_dir():
+        raise BadInput(f"{path} is a directory, not a memctl database file")
+    if not path.is_file():
+        raise BadInput(f"{path} is not a regular file (a device, a pipe or a socket), not a memctl database")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError as error:
+        raise BadInput(f"cannot read {path}: {error.strerror}") from None
+    if not head:
+        return
+    if head != SQLITE_HEADER:
+        raise BadInput(f"{path} is not a SQLite database, so not a memctl memory")
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        ours = "_sqlite_migrations" in tables and conn.execute(
+            "SELECT 1 FROM _sqlite_migrations WHERE migration_set = 'memctl' LIMIT 1").fetchone() is not None
+    except sqlite3.DatabaseError as error:
+        raise BadInput(f"{path} cannot be read as a SQLite database: {error}") from None
+    finally:
+        conn.close()
+    if tables and not ours:
+        shown = ", ".join(sorted(tables)[:3]) + (", …" if len(tables) > 3 else "")
+        raise BadInput(f"{path} is another program's SQLite database (tables {shown}); memctl keeps its memory in a "
+                       "file of its own")
+
+
+def explain(error: sqlite3.Error, path: str | Path) -> MemctlError | None:
+    """What SQLite's error means for a user, as the error memctl raises for it; None for
+    one that is a bug rather than something the user can act on."""
+    text = str(error).lower()
+    if "locked" in text or "busy" in text:
+        return StoreUnavailable(f"{path} stayed locked by another process for over {BUSY_TIMEOUT_MS // 1000} s; "
+                                "nothing this command had not committed was written: run it again")
+    if "disk is full" in text or "database or disk is full" in text:
+        return StoreUnavailable(f"the disk holding {path} is full; what was committed before is kept")
+    if "readonly" in text or "read-only" in text:
+        return BadInput(f"{path} is read-only: memctl cannot write to it")
+    if "unable to open" in text:
+        return BadInput(f"cannot open {path}: check that its folder exists and can be written")
+    if "not a database" in text or "malformed" in text:
+        return BadInput(f"{path} is not a readable SQLite database: {error}")
+    return None
+
+
 def open_database(path: str | Path) -> Database:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it."""
     from sqlite_utils import Database
@@ -58,7 +114,10 @@ def open_database(path: str | Path) -> Database:
 
     path = Path(path)
     if str(path) != ":memory:":
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise BadInput(f"cannot create {path}: {error.strerror} ({error.filename})") from None
     conn = _connect(path)
     db = Database(conn)
     _switch_to_wal(conn)
@@ -162,6 +221,7 @@ class Connections:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        check_file(self.path)
         self._writer: Database | None = None
         self._lock = threading.RLock()
         self._local = threading.local()

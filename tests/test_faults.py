@@ -1,0 +1,141 @@
+"""Nothing lost under faults, and errors a user can act on (issue 14)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memctl.extract import Result
+from tests.conftest import needs_realdata, write_jsonl
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "team.facts.jsonl"
+
+
+class FailsEverything:
+    """An extractor whose every call fails (a 429 storm, a model answering nonsense)."""
+
+    name = "test:fails"
+
+    def extract(self, requests):
+        for request in requests:
+            yield request, Result(error="HTTP 429 after 4 tries", calls=4)
+
+
+def test_an_ingest_whose_extractions_all_failed_says_so_and_exits_1(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr("memctl.extract.build_extractor", lambda *args, **kwargs: FailsEverything())
+    chat = write_jsonl(tmp_path / "c.jsonl", [
+        {"role": "user", "content": "we use Kafka", "timestamp": "2024-03-01T10:00:00Z"},
+        {"role": "user", "content": "we use Redis", "timestamp": "2024-03-02T10:00:00Z"}])
+    run = cli("ingest", chat, "--extractor", "rules", "--json")
+    assert run.code == 1
+    assert run.err.count("\n") == 1 and "extraction failed for 2 episode(s)" in run.err and "retry --failed" in run.err
+    report = run.json()
+    assert report["partial"] is True and report["extraction_failures"] == 2 and report["added"] == 2
+    assert "HTTP 429" in report["first_failure"]
+    # The episodes are kept, marked failed, for `memctl retry --failed`.
+    assert {cli("show", e["id"], "--json").json()["extraction"] for e in cli("episodes", "--json").json()} == {"failed"}
+
+
+@needs_realdata
+def test_a_dry_run_over_every_real_log_folder_shows_a_table_and_exits_as_the_run_would(cli, realdata):
+    for folder in sorted(p for p in realdata.iterdir() if p.is_dir()):
+        run = cli("ingest", folder, "--dry-run")
+        assert run.code == 0, (folder.name, run.err)
+        assert "Dry run:" in run.out and "internal error" not in run.err
+
+
+def test_a_dry_run_of_a_file_with_a_malformed_line_exits_1_as_the_run_would(cli, tmp_path):
+    chat = write_jsonl(tmp_path / "c.jsonl", ['{"role": "user", "content": "hi", "timestamp": "2024-03-01T10:00:00Z"}',
+                                              "{not json"])
+    dry = cli("ingest", chat, "--dry-run")
+    assert dry.code == 1 and "Would skip 1" in dry.out
+    assert cli("ingest", chat).code == 1
+
+
+@pytest.mark.parametrize("make", ["directory", "text file", "device", "under a file"])
+def test_a_path_that_is_no_database_is_bad_input_naming_it(cli, tmp_path, make):
+    target = {"directory": tmp_path, "device": Path("/dev/null"), "text file": tmp_path / "notes.txt",
+              "under a file": tmp_path / "notes.txt" / "memory.db"}[make]
+    (tmp_path / "notes.txt").write_text("shopping list\n")
+    chat = write_jsonl(tmp_path / "c.jsonl", [{"role": "user", "content": "hi", "timestamp": "2024-03-01T10:00:00Z"}])
+    for args in (("stats",), ("ingest", chat), ("recall", "hi")):
+        run = cli(*args, db=target)
+        assert run.code == 2 and run.err.count("\n") == 1 and "internal error" not in run.err, (args, run.err)
+        assert str(target) in run.err
+    assert (tmp_path / "notes.txt").read_text() == "shopping list\n"
+
+
+def test_another_programs_sqlite_file_is_refused_and_left_untouched(cli, tmp_path):
+    foreign = tmp_path / "app.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("INSERT INTO users (name) VALUES ('ada')")
+    conn.commit()
+    conn.close()
+    before = foreign.read_bytes()
+    for args in (("stats",), ("recall", "ada"), ("ingest", write_jsonl(tmp_path / "c.jsonl", []))):
+        run = cli(*args, db=foreign)
+        assert run.code == 2 and "another program's SQLite database (tables users)" in run.err, args
+    assert foreign.read_bytes() == before and not (tmp_path / "app.db-wal").exists()
+
+
+def test_a_read_only_command_on_an_empty_file_writes_nothing(cli, tmp_path):
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    for args in (("stats",), ("recall", "x"), ("episodes",), ("facts",)):
+        run = cli(*args, db=empty)
+        assert run.code == 2 and "no memory at" in run.err, args
+    assert empty.stat().st_size == 0
+    assert cli("ingest", FIXTURE, db=empty).code == 0  # a writing command makes it a memory
+
+
+def test_what_sqlite_reports_is_told_in_the_users_words_with_its_exit_code(tmp_path):
+    from memctl.cli import exit_code
+    from memctl.store.connection import explain
+
+    cases = {"database is locked": (1, "stayed locked"), "database or disk is full": (1, "disk holding"),
+             "attempt to write a readonly database": (2, "read-only"), "unable to open database file": (2, "cannot open")}
+    for text, (code, words) in cases.items():
+        error = explain(sqlite3.OperationalError(text), tmp_path / "m.db")
+        assert error is not None and exit_code(error) == code and words in str(error) and "m.db" in str(error)
+    assert explain(sqlite3.OperationalError("no such column: nope"), tmp_path / "m.db") is None  # a bug, not the user's
+
+
+def test_a_write_lock_held_past_the_timeout_is_one_line_and_exit_1(cli, tmp_path, monkeypatch):
+    import memctl.store.connection as connection
+
+    db = tmp_path / "m.db"
+    assert cli("ingest", FIXTURE, db=db).code == 0
+    monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 200)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        run = cli("ingest", write_jsonl(tmp_path / "c.jsonl", [
+            {"role": "user", "content": "we use Kafka", "timestamp": "2024-03-01T10:00:00Z"}]), db=db)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert run.code == 1 and run.err.strip().endswith("run it again") and "locked" in run.err
+    assert "internal error" not in run.err
+
+
+def test_a_line_nested_thousands_deep_is_skipped_and_the_rest_stored(cli, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    deep = '{"a":' * 2000 + "1" + "}" * 2000
+    write_jsonl(folder / "a.jsonl", [{"role": "user", "content": "first", "timestamp": "2024-03-01T10:00:00Z"}, deep,
+                                     {"role": "user", "content": "second", "timestamp": "2024-03-02T10:00:00Z"}])
+    write_jsonl(folder / "b.jsonl", [{"role": "user", "content": "third", "timestamp": "2024-03-03T10:00:00Z"}])
+    (folder / "export.json").write_text("[" * 3000 + "]" * 3000)
+    run = cli("ingest", folder, "--json")
+    assert run.code == 1 and "a.jsonl:2: " in run.err and "nested too deeply" in run.err
+    assert run.json()["added"] == 3 and "internal error" not in run.err
+    forced = cli("ingest", folder / "export.json", "--format", "chatgpt")
+    assert forced.code == 1 and "export.json" in forced.err and "nested too deeply" in forced.err
+    # A structured import stays all or nothing (README): the bad line is named, exit 2.
+    facts = tmp_path / "f.jsonl"
+    facts.write_text('{"reference_time": "2024-01-01", "facts": ' + "[" * 3000 + "]" * 3000 + "}\n")
+    run = cli("ingest", facts, "--format", "facts")
+    assert run.code == 2 and run.err.count("\n") == 1 and "f.jsonl:1: " in run.err
