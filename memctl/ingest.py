@@ -18,7 +18,7 @@ from memctl.errors import BadInput, FileRefused
 from memctl.extract import Extractor
 from memctl.model import Episode
 from memctl.results import IngestReport
-from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, files_under, format_of, parse
+from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, cannot_read, files_under, format_of, parse
 from memctl.store import BATCH_EPISODES, batches
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
@@ -108,13 +108,15 @@ def read_sources(
     the other files go on.
     """
     files = []
-    for path in files_under(paths):
+    for path in files_under(paths, report.refused):
         if path.stat().st_size == 0:
             report.empty.append(str(path))
+        elif (unreadable := cannot_read(path)) is not None:
+            report.refused.append(unreadable)
         else:
             files.append((path, format_of(path, options)))
     report.files = len(files) + len(report.empty)
-    if files and all(fmt is None for _, fmt in files):
+    if files and all(fmt is None for _, fmt in files) and not report.refused:
         raise BadInput(
             f"nothing here is a log memctl reads ({len(files)} file(s)); formats: {', '.join(FORMATS)} "
             "(auto-detected, or forced with --format)"
@@ -157,7 +159,12 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
     A skipped row says why (``skipped_reason``) and whether the real run would count it
     as bad input (``bad_input``: a malformed line or a refused file, exit 1).
     """
-    for path in files_under(paths):
+    not_files: list[str] = []
+    for path in files_under(paths, not_files):
+        if (unreadable := cannot_read(path)) is not None:
+            yield {"source": str(path), "position": None, "format": None, "reference_time": None,
+                   "reference_time_source": None, "chars": 0, "skipped_reason": unreadable, "bad_input": True}
+            continue
         fmt = format_of(path, options)
         if fmt is None:
             yield {"source": str(path), "position": None, "format": None, "reference_time": None,
@@ -179,5 +186,8 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
         except FileRefused as error:
             yield {"source": str(path), "position": None, "format": fmt, "reference_time": None,
                    "reference_time_source": None, "chars": 0, "skipped_reason": str(error), "bad_input": True}
+    for line in not_files:
+        yield {"source": line.split(": ")[0], "position": None, "format": None, "reference_time": None,
+               "reference_time_source": None, "chars": 0, "skipped_reason": line, "bad_input": True}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -139,3 +140,57 @@ def test_a_line_nested_thousands_deep_is_skipped_and_the_rest_stored(cli, tmp_pa
     facts.write_text('{"reference_time": "2024-01-01", "facts": ' + "[" * 3000 + "]" * 3000 + "}\n")
     run = cli("ingest", facts, "--format", "facts")
     assert run.code == 2 and run.err.count("\n") == 1 and "f.jsonl:1: " in run.err
+
+
+def test_a_pipe_and_a_link_to_a_device_are_skipped_saying_what_they_are(cli, tmp_path):
+    import os
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe.jsonl")
+    (folder / "zero.jsonl").symlink_to("/dev/zero")
+    write_jsonl(folder / "ok.jsonl", [{"role": "user", "content": "hi", "timestamp": "2024-03-01T10:00:00Z"}])
+    run = cli("ingest", folder, "--json")
+    assert run.code == 1 and run.json()["added"] == 1
+    assert any("pipe.jsonl: a pipe, not a file" in line for line in run.json()["refused"])
+    assert any("zero.jsonl: a device (a link to /dev/zero)" in line for line in run.json()["refused"])
+    named = cli("ingest", folder / "zero.jsonl")
+    assert named.code == 1 and "a device" in named.err and "no such file" not in named.err
+
+
+@pytest.mark.parametrize("forced", [None, "jsonl"])
+def test_an_unreadable_file_is_reported_and_the_rest_stored(cli, tmp_path, monkeypatch, forced):
+    """As root nothing is unreadable by permission, so the file system's answer is faked
+    for one file: with or without --format, it is refused by name and the rest is kept."""
+    import builtins
+
+    import memctl.sources
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    locked = write_jsonl(folder / "locked.jsonl", [{"role": "user", "content": "a", "timestamp": "2024-03-01T10:00:00Z"}])
+    write_jsonl(folder / "ok.jsonl", [{"role": "user", "content": "b", "timestamp": "2024-03-02T10:00:00Z"}])
+
+    def guarded_open(path, *args, **kwargs):
+        if Path(path).name == locked.name:
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(memctl.sources, "open", guarded_open, raising=False)
+    run = cli("ingest", folder, "--json", *(["--format", forced] if forced else []))
+    assert run.code == 1 and run.json()["added"] == 1
+    assert [line for line in run.json()["refused"] if "locked.jsonl: cannot be read: Permission denied" in line]
+
+
+def test_a_claude_code_file_whose_first_line_has_a_bad_byte_is_read_and_the_line_reported(cli, tmp_path):
+    from tests.test_source_claude_code import assistant, text, user
+
+    lines = [user("u1", None, "2025-03-01T09:00:00Z", "we use Kafka \udcff"),
+             user("u2", None, "2025-03-01T10:00:00Z", "and Redis"),
+             assistant("a2", "u2", "2025-03-01T10:00:05Z", "m2", text("Noted."))]
+    path = tmp_path / "session.jsonl"
+    encoded = [json.dumps(line, ensure_ascii=False).encode("utf-8", "surrogateescape") for line in lines]
+    path.write_bytes(b"\n".join(encoded) + b"\n")
+    run = cli("ingest", path, "--json")
+    assert run.code == 1 and run.json()["formats"] == {"claude-code": 1} and run.json()["added"] == 1
+    assert "session.jsonl:1: " in run.err and "utf-8" in run.err

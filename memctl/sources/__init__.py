@@ -145,18 +145,54 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, o
             yield lines.number, raw, value
 
 
-def files_under(paths: list[Path]) -> list[Path]:
-    """The files named, and those inside directories named, each once, in path order."""
+def files_under(paths: list[Path], not_files: list[str] | None = None) -> list[Path]:
+    """The files named, and those inside directories named, each once, in path order.
+
+    What is there but is no regular file (a pipe, a device, a socket, a link to one, as
+    ``/dev/zero``) is never opened: reading it could block or never end. It goes into
+    ``not_files``, saying what it is; a name that is not there at all is NotFound.
+    """
     found: dict[Path, None] = {}
     for path in paths:
         if path.is_dir():
-            for child in sorted(p for p in path.rglob("*") if p.is_file()):
-                found.setdefault(child.resolve(), None)
-        elif path.is_file():
-            found.setdefault(path.resolve(), None)
+            children = sorted(p for p in path.rglob("*") if not p.is_dir())
+        elif path.exists() or path.is_symlink():
+            children = [path]
         else:
             raise NotFound(f"{path}: no such file or directory")
+        for child in children:
+            if child.is_file():
+                found.setdefault(child.resolve(), None)
+            elif not_files is not None:
+                not_files.append(f"{child}: {_what_it_is(child)}, not a file: skipped")
     return list(found)
+
+
+def cannot_read(path: Path) -> str | None:
+    """Why ``path`` cannot be read (no permission, an I/O error), as a report line; None
+    when it can. Asked before sniffing, which would take an unreadable file for one of no
+    format we know and say nothing."""
+    try:
+        with open(path, "rb") as handle:
+            handle.read(1)
+    except OSError as error:
+        return f"{path}: cannot be read: {error.strerror or error}"
+    return None
+
+
+def _what_it_is(path: Path) -> str:
+    if not path.exists():
+        return "a link to nothing"
+    if path.is_fifo():
+        return "a pipe"
+    if path.is_socket():
+        return "a socket"
+    if path.is_char_device() or path.is_block_device():
+        return "a device" + (f" (a link to {os.path.realpath(path)})" if path.is_symlink() else "")
+    return "not a regular file"
+
+
+SNIFF_LINES = 20  # lines a bad start of a .jsonl file may take before its first good record
 
 
 class Head:
@@ -167,12 +203,20 @@ class Head:
 
     @cached_property
     def jsonl_record(self) -> object | None:
-        """The first value of a ``.jsonl`` file; None for other files and unreadable ones."""
+        """The first good value of a ``.jsonl`` file; None for other files and unreadable ones.
+
+        A bad first line (one byte of invalid UTF-8, a truncated record) does not hide
+        what the file is: the next good one within SNIFF_LINES decides, and reading the
+        file reports the bad line like any other.
+        """
         if self._path.suffix.lower() != ".jsonl":
             return None
         try:
-            for _, _, value in read_jsonl(self._path, strict=False):
-                return value
+            for number, _, value in read_jsonl(self._path, strict=False):
+                if not isinstance(value, BadLine):
+                    return value
+                if number >= SNIFF_LINES:
+                    return None
         except (OSError, UnicodeDecodeError):
             return None
         return None
