@@ -6,7 +6,9 @@ so the result does not depend on the order in which episodes were ingested.
 
 - Consecutive assertions of one value merge into one fact, valid from the earliest.
 - Cardinality one: a value holds until the next *different* value starts
-  (``invalid_at = successor.valid_at``, dovetailed), unless an end was stated.
+  (``invalid_at = successor.valid_at``, dovetailed), unless an end was stated. Of the
+  values said at one instant, the last holds: the others would hold for no time at all
+  and support nothing (A, then B, then A again at one instant is just A).
 - Cardinality many: values never supersede each other; only stated ends close them.
 - A stated end always wins over a derived one. When assertions merged into one fact
   state different ends, the latest wins: the fact is the union of what they claim.
@@ -63,13 +65,33 @@ def resolve_slot(assertions: list[SlotAssertion], cardinality: str | None = None
     """
     ordered = sorted(assertions, key=SlotAssertion.sort_key)
     if (cardinality or slot_cardinality(ordered)) == "one":
-        # The sweep emits in timeline order, even for zero-length facts at one instant.
-        return _sweep(ordered, supersede=True)
+        # The sweep emits in timeline order.
+        return _sweep(last_said_at_each_instant(ordered), supersede=True)
     by_value: dict[int, list[SlotAssertion]] = {}
     for assertion in ordered:
         by_value.setdefault(assertion.object_id, []).append(assertion)
     facts = [fact for group in by_value.values() for fact in _sweep(group, supersede=False)]
     return sorted(facts, key=lambda f: (f.valid_at, f.invalid_at is None, f.invalid_at or "", f.object_id))
+
+
+def last_said_at_each_instant(ordered: list[SlotAssertion]) -> list[SlotAssertion]:
+    """Of a one-valued slot's assertions in timeline order, without the starts that another
+    value follows at the same instant: each would hold for no time at all. The last thing
+    said at an instant wins (A, B, A at one instant is the last A; it merges with a fact
+    of A from before). A start with a stated end stays: its end is said too."""
+    kept: list[SlotAssertion] = []
+    instant, later_objects = None, set()
+    for assertion in reversed(ordered):
+        if assertion.valid_at is None:
+            kept.append(assertion)
+            continue
+        if assertion.valid_at != instant:
+            instant, later_objects = assertion.valid_at, set()
+        if assertion.invalid_at is not None or not later_objects - {assertion.object_id}:
+            kept.append(assertion)
+        later_objects.add(assertion.object_id)
+    kept.reverse()
+    return kept
 
 
 def _sweep(ordered: list[SlotAssertion], *, supersede: bool) -> list[ResolvedFact]:
