@@ -11,6 +11,7 @@ plan is exactly what applying it does.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,9 +91,13 @@ def _operation(db: Database, target: str) -> tuple[str, str] | None:
     return None if kind is None else (found[0], kind)
 
 
-# Episodes taken out per write transaction: each batch holds the write lock well under a
+# Episodes taken out per write transaction: each batch holds the write lock about a
 # second, so a long undo never keeps another writer waiting for long.
 UNDO_BATCH = 2000
+# Between two batches the lock is let go this long: another writer waiting on SQLite's
+# busy timeout tries again every 100 ms at most, so it gets in instead of waiting out
+# the whole undo.
+BETWEEN_BATCHES_S = 0.15
 
 
 def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None = None, apply: bool = False,
@@ -150,6 +155,8 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
                 entry.episode_ids = []
             changes.absorb(_undo_batch(db, at, plan.episodes[:UNDO_BATCH], touched, plan.purge, entry))
         for start in range(UNDO_BATCH, len(plan.episodes), UNDO_BATCH):
+            if command is not None:
+                time.sleep(BETWEEN_BATCHES_S)
             with batch_transaction(db):
                 at = transaction_time(db, clock)
                 changes.absorb(_undo_batch(db, at, plan.episodes[start:start + UNDO_BATCH], Touched(), plan.purge,
