@@ -18,7 +18,7 @@ from memctl.store import in_chunks
 from memctl.store.embeddings import forget_vectors
 from memctl.store.episode_index import forget_texts, hold, index_texts, next_text_ids, release, unindex_texts
 from memctl.store.facts import Slot, SlotChange, SlotChanges, Value, note_change, recompute_slots
-from memctl.store.naming import mention_rank, name_from_new_mentions, rename_entities
+from memctl.store.naming import gave_name, mention_rank, name_from_new_mentions, rename_entities
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -35,11 +35,16 @@ class Touched:
     entities: set[int] = field(default_factory=set)
     values: set[Value] = field(default_factory=set)
     changed: dict[Slot, SlotChange] = field(default_factory=dict)
+    # Entity id -> (rank, form) of its earliest mention added: it takes the name if earlier.
+    new_mentions: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def update(self, other: Touched) -> None:
         self.slots |= other.slots
         self.entities |= other.entities
         self.values |= other.values
+        for entity_id, mention in other.new_mentions.items():
+            if entity_id not in self.new_mentions or mention < self.new_mentions[entity_id]:
+                self.new_mentions[entity_id] = mention
         for slot, change in other.changed.items():
             if slot in self.changed:
                 self.changed[slot].merge(change)
@@ -52,6 +57,7 @@ class Touched:
 
 def recompute(db: Database, at: str, touched: Touched) -> SlotChanges:
     """Bring names and facts in line with the assertions after a change touched them."""
+    name_from_new_mentions(db, touched.new_mentions)
     rename_entities(db, touched.entities)
     return recompute_slots(db, touched.slots, at, touched.values, touched.changed)
 
@@ -363,12 +369,20 @@ def _reactivate(db: Database, episode_ids: list[str], expired_at: str, at: str) 
 def touched_by(db: Database, episode_ids: list[str], *, active_only: bool, added: bool | None = None) -> Touched:
     """What the episodes' assertions touch. ``added``: they are being added (True) or
     taken out (False), so their slots are recomputed over the stretch of time they
-    reach; None: their slots are recomputed whole."""
+    reach; None: their slots are recomputed whole.
+
+    Names: a mention added takes the name only if it ranks first; one taken out (or
+    whose slot is recomputed whole) makes its entity look its name up again only if it
+    gave the name. A hot entity has hundreds of thousands of mentions to look through.
+    """
     touched = Touched()
     condition = "AND expired_at IS NULL" if active_only else ""
+    given: dict[int, set[str]] = defaultdict(set)  # entity id -> ranks of the mentions going
     for chunk, marks in in_chunks(episode_ids):
-        for subject_id, predicate_key, object_id, instant, cardinality in db.execute(
-            f"""SELECT subject_id, predicate_key, object_id, coalesce(valid_at, invalid_at), cardinality
+        for (subject_id, predicate_key, object_id, instant, cardinality, valid_at, invalid_at, reference_time,
+             episode_id, ordinal, subject, object_) in db.execute(
+            f"""SELECT subject_id, predicate_key, object_id, coalesce(valid_at, invalid_at), cardinality, valid_at,
+                       invalid_at, reference_time, episode_id, ordinal, subject, object
                 FROM assertions WHERE episode_id IN ({marks}) {condition}""",
             chunk,
         ).fetchall():
@@ -376,7 +390,14 @@ def touched_by(db: Database, episode_ids: list[str], *, active_only: bool, added
                 touched.slots.add((subject_id, predicate_key))
             else:
                 note_change(touched.changed, (subject_id, predicate_key), instant, object_id, cardinality, added=added)
-            touched.entities.update((subject_id, object_id))
+            for side, (entity_id, form) in enumerate([(subject_id, subject), (object_id, object_)]):
+                rank = mention_rank(valid_at, invalid_at, reference_time, episode_id, ordinal, side)
+                if added:
+                    if entity_id not in touched.new_mentions or rank < touched.new_mentions[entity_id][0]:
+                        touched.new_mentions[entity_id] = (rank, form)
+                else:
+                    given[entity_id].add(rank)
+    touched.entities = gave_name(db, given)
     return touched
 
 
@@ -404,6 +425,7 @@ def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges
     The freed pages are zeroed (secure_delete) and both text indexes merged into one
     segment, so no page or older index segment keeps a copy of the text.
     """
+    mentioned = mentioned_entities(db, episode_ids)
     touched = expire_episodes(db, episode_ids, at)
     changes = recompute(db, at, touched)
     with secure_delete(db):
@@ -432,7 +454,7 @@ def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges
         db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')")
         orphans = [
             entity_id
-            for entity_id in touched.entities
+            for entity_id in sorted(mentioned)
             if not any(
                 db.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1", [entity_id]).fetchone()
                 for table in ("assertions", "facts")
@@ -441,6 +463,16 @@ def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges
         ]
         db.conn.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in orphans])
     return changes
+
+
+def mentioned_entities(db: Database, episode_ids: list[str]) -> set[int]:
+    """Every entity the episodes' assertions (active or not) name."""
+    found: set[int] = set()
+    for chunk, marks in in_chunks(episode_ids):
+        for subject_id, object_id in db.execute(
+                f"SELECT subject_id, object_id FROM assertions WHERE episode_id IN ({marks})", chunk):
+            found.update((subject_id, object_id))
+    return found
 
 
 def _carry_on(db: Database, at: str) -> None:
