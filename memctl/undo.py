@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -22,7 +22,15 @@ from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
 from memctl.results import Effects, FactChange, UndoKind, UndoPlan
 from memctl.store import Queryable, reads
 from memctl.store import operations as journal
-from memctl.store.connection import Clock, checkpoint, tentative, transaction_time, write_transaction
+from memctl.store.connection import (
+    Clock,
+    checkpoint,
+    database_file,
+    snapshot,
+    tentative,
+    transaction_time,
+    write_transaction,
+)
 from memctl.store.episodes import (
     Touched,
     expire_episodes,
@@ -111,8 +119,11 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
     episode_ids = resolve_targets(db, targets, source)
     plan = UndoPlan(kind="episodes", purge=purge)
     if not apply:
-        with tentative(db):  # done, read and rolled back, in one transaction
-            _undo_episodes(db, clock, plan, targets, episode_ids, None)
+        # Done, read and rolled back, in one transaction; a long one on a copy of the file,
+        # so that other writers need not wait for the preview (the copy takes no lock).
+        on_a_copy = len(episode_ids) > UNDO_BATCH and database_file(db) is not None
+        with snapshot(db) if on_a_copy else nullcontext(db) as previewed, tentative(previewed):
+            _undo_episodes(previewed, clock, plan, targets, episode_ids, None)
         return plan
     command = {"targets": targets, "source": str(source) if source else None, "purge": purge}
     _undo_episodes(db, clock, plan, targets, episode_ids, command)

@@ -573,3 +573,32 @@ def test_sigkill_mid_purge_leaves_whole_episodes_and_rerun_completes(tmp_path):
         assert len(json.loads(again.stdout)["episodes"]) == left
     assert check_whole_episodes(db, expected) == 0
     assert_rebuild_changes_nothing(db)
+
+
+def test_a_long_undo_is_previewed_on_a_copy_without_taking_the_write_lock(tmp_path):
+    n = UNDO_BATCH + 500
+    source = tmp_path / "old.facts.jsonl"
+    write_facts_file(source, n, seed=25, tag="old")
+    db = tmp_path / "m.db"
+    stored = run_memctl(db, "ingest", str(source), "--json")
+    assert stored.returncode == 0, stored.stderr
+    operation = json.loads(stored.stdout)["operation_id"]
+    before = snapshot(db)
+    output = tmp_path / "plan.json"
+    with open(output, "w") as out:  # a file, not a pipe: the plan is big, and nobody reads it meanwhile
+        preview = subprocess.Popen([sys.executable, "-m", "memctl", "--db", str(db), "undo", operation, "--purge",
+                                    "--json"], stdout=out, stderr=subprocess.PIPE, text=True)
+        # Watched while the copy exists: closing the file at the end may checkpoint the
+        # log, which takes the lock for a moment, as any command's last close does.
+        copied = locked = False
+        while preview.poll() is None:
+            if any(tmp_path.glob(".memctl-preview-*")):
+                copied = True
+                locked = locked or bool(writer_in_transaction(db))
+            time.sleep(POLL_INTERVAL)
+    assert preview.returncode == 0, preview.stderr.read() if preview.stderr else ""
+    plan = json.loads(output.read_text())
+    assert not plan["applied"] and len(plan["episodes"]) == n and plan["removed"]
+    assert copied and not locked, "the preview held the write lock: another writer would have waited for it"
+    assert snapshot(db) == before, "a preview changed the database"
+    assert not list(tmp_path.glob(".memctl-preview-*")), "the copy was left behind"

@@ -176,6 +176,37 @@ def checkpoint(db: Database) -> None:
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def database_file(db: Database) -> Path | None:
+    """The file a connection writes to; None for an in-memory database."""
+    name = db.conn.execute("PRAGMA database_list").fetchone()[2]
+    return Path(name) if name else None
+
+
+@contextmanager
+def snapshot(db: Database) -> Iterator[Database]:
+    """A copy of the database as committed now, opened for writing, deleted after.
+
+    Copying reads one consistent snapshot and takes no write lock (WAL), so a long preview
+    can be done for real on the copy while other writers go on with the original. The
+    copy sits beside the file (same disk), in a folder of its own.
+    """
+    import tempfile
+
+    path = database_file(db)
+    assert path is not None, "an in-memory database has no file to copy"
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".memctl-preview-") as folder:
+        target = sqlite3.connect(Path(folder) / path.name)
+        try:
+            db.conn.backup(target)
+        finally:
+            target.close()
+        copy = open_database(Path(folder) / path.name)
+        try:
+            yield copy
+        finally:
+            copy.conn.close()
+
+
 class _RolledBack(Exception):
     """Ends a tentative transaction that was not kept."""
 
