@@ -191,17 +191,28 @@ def ingest(
         raise typer.Exit(1)
 
 
+def _redacted(total: int, by_kind: dict[str, int]) -> str:
+    """``3 (password 2, openai_key 1)``: how many secrets were redacted, of which kinds."""
+    kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(by_kind.items(), key=lambda item: (-item[1], item[0])))
+    return f"{total} ({kinds})" if kinds else str(total)
+
+
 def _print_preview(rows: list[dict]) -> None:
     """The episodes a dry run would store, then what it would skip, a row per reason."""
     from collections import Counter
 
     episodes = [r for r in rows if r["skipped_reason"] is None]
     skipped = Counter((r["skipped_reason"], r["bad_input"]) for r in rows if r["skipped_reason"] is not None)
+    redacted: Counter[str] = Counter()
+    for row in episodes:
+        redacted.update(row["redacted"])
     console = _console()
     console.print(_table(f"Dry run: {len(episodes)} episodes, nothing written",
-                         ["episode", "source:position", "reference time", "from", "assertions"],
+                         ["episode", "source:position", "reference time", "from", "assertions", "secrets"],
                          [[r["id"], f"{Path(r['source']).name}:{r['position']}", _day(r["reference_time"]),
-                           r["reference_time_source"], r["assertions"]] for r in episodes]))
+                           r["reference_time_source"], r["assertions"], r["redactions"]] for r in episodes]))
+    if redacted:
+        console.print(f"secrets that would be redacted: {_redacted(sum(redacted.values()), redacted)}")
     if skipped:
         console.print(_table(f"Would skip {sum(skipped.values())} records or files", ["why", "bad input", "count"],
                              [[reason, "yes" if bad else "no", count] for (reason, bad), count in skipped.most_common()]))
@@ -256,6 +267,7 @@ def add(
             ["episode", result.episode_id], ["reference time", f"{_day(result.reference_time)} "
                                                                f"(from {result.reference_time_source})"],
             ["extraction", result.extraction], ["assertions", len(result.assertions)],
+            ["secrets redacted", _redacted(result.redactions, result.redacted)],
             ["operation", result.operation_id or "(nothing new)"]]))
         if result.effects.any():
             console.print(_effects_table("Facts", result.effects))
@@ -296,10 +308,11 @@ def _ingest_table(report):
         ("episodes read", "episodes"), ("added", "added"), ("brought back", "reactivated"), ("read again, grown", "revised"),
         ("already present", "already_present"), ("pending episodes extracted", "extracted_pending"),
         ("assertions", "assertions"), ("facts created", "facts_created"), ("facts ended or replaced", "facts_expired"),
-        ("secrets redacted", "redactions"), ("extractor", "extractor"), ("model calls", "extraction_calls"),
+        ("extractor", "extractor"), ("model calls", "extraction_calls"),
         ("cache hits", "cache_hits"), ("extraction failures", "extraction_failures"),
         ("dates the guard corrected", "guard_changes")]]
     rows.append(["tokens in / out", f"{report.input_tokens} / {report.output_tokens}"])
+    rows.append(["secrets redacted", _redacted(report.redactions, report.redacted)])
     rows += [[f"skipped: {reason}", count] for reason, count in sorted(report.skipped.items())]
     rows += [[f"left out of text: {kind}", count] for kind, count in sorted(report.left_out.items())]
     rows.append(["refused", len(report.refused)])
@@ -436,9 +449,17 @@ def undo(
         plan = _memory().undo(targets or [], source=source, apply=apply, purge=purge)
     except NotFound as error:
         raise NotFound(f"{error}; 'memctl episodes' lists them") from None
+    if plan.unerased:
+        typer.echo(f"memctl: purged, but not yet erased from the file: {plan.unerased}", err=True)
     if as_json:
         _print_json(plan)
-        return
+    else:
+        _print_undo(plan)
+    if plan.unerased:
+        raise typer.Exit(1)
+
+
+def _print_undo(plan) -> None:
     console = _console()
     kind = None if plan.kind == "episodes" else plan.kind
     reverted = plan.revisions_reverted

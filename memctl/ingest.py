@@ -182,6 +182,7 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
                            "reference_time": item.reference_time,
                            "reference_time_source": item.reference_time_source, "chars": len(item.content),
                            "assertions": len(item.assertions), "redactions": item.redactions,
+                           "redacted": item.redacted,
                            "skipped_reason": None, "bad_input": False}
         except FileRefused as error:
             yield {"source": str(path), "position": None, "format": fmt, "reference_time": None,

@@ -104,12 +104,14 @@ class Memory:
 
     def ingest_episodes(self, episodes: Iterable[Episode], *, command: dict | None = None,
                         batch_size: int = BATCH_EPISODES, report: IngestReport | None = None) -> IngestReport:
-        """Store episodes whose assertions are already made, as one ingest operation."""
+        """Store episodes whose assertions are already made, as one ingest operation; their
+        content and assertions are redacted first, as a source's are."""
         from memctl import ingest as ingest_module
+        from memctl.redact import redact_episode
 
         with self.connections.writing() as db:
-            return ingest_module.store_in_batches(db, self.clock, episodes, command=command, batch_size=batch_size,
-                                                  report=report)
+            return ingest_module.store_in_batches(db, self.clock, map(redact_episode, episodes), command=command,
+                                                  batch_size=batch_size, report=report)
 
     def add_memory(self, content: str, *, reference_time: str | None = None, source: str | None = None,
                    facts: list | None = None, extractor: Extractor | None = None) -> MemoryAdded:

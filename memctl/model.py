@@ -83,10 +83,14 @@ class Episode:
     # The same turn seen in another file (a resumed session repeats earlier lines) has
     # the same identity, and so the same id: it is stored once.
     identity: str | None = None
-    redactions: int = 0  # secrets replaced in content before it was stored
+    redacted: dict[str, int] = field(default_factory=dict)  # secrets replaced before it was stored, by kind
     extraction: str = "structured"  # structured | done | failed | pending (see schema 0002)
     extraction_error: str | None = None
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images...
+
+    @property
+    def redactions(self) -> int:
+        return sum(self.redacted.values())
 
     @cached_property
     def id(self) -> str:

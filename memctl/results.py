@@ -261,6 +261,9 @@ class UndoPlan(Record):
     effects: Effects = field(default_factory=Effects)
     applied: bool = False
     operation_id: str | None = None
+    # Why a purge's old pages are still in the file (a reader held an older snapshot): they
+    # are erased when the last connection to the database closes.
+    unerased: str | None = None
 
     def __getitem__(self, key: str) -> Any:
         if key in EFFECTS:
@@ -275,8 +278,9 @@ class UndoPlan(Record):
             head.update(revisions_reverted=self.revisions_reverted, already_undone=self.already_undone)
         else:
             head.update({self.kind: self.target}, already_undone=self.already_undone, changed_since=self.changed_since)
+        unerased = {"unerased": self.unerased} if self.unerased else {}
         return {**head, "purge": self.purge, **self.effects.to_json(), "applied": self.applied,
-                "operation_id": self.operation_id}
+                "operation_id": self.operation_id, **unerased}
 
 
 class WithEffects(Record):
@@ -337,7 +341,8 @@ class MemoryAdded(WithEffects):
     assertions: list[StoredAssertion] = field(default_factory=list)
     effects: Effects = field(default_factory=Effects)
     guard_changes: int = 0  # invented dates the date guard replaced or dropped
-    redactions: int = 0  # secrets replaced in the content before it was stored
+    redactions: int = 0  # secrets replaced before it was stored (content, source, facts)
+    redacted: dict[str, int] = field(default_factory=dict)  # the same, by kind
     operation_id: str | None = None
     extraction_error: str | None = None
     llm_unavailable: str | None = None  # why the model could not be used: the episode waits as pending
@@ -396,7 +401,8 @@ class IngestReport(Record):
     skipped: dict[str, int] = field(default_factory=dict)  # records that gave no episode, by reason
     malformed: list[str] = field(default_factory=list)  # "file:line: reason", bad input skipped
     refused: list[str] = field(default_factory=list)  # files (or their turns) left out whole, and why
-    redactions: int = 0
+    redactions: int = 0  # secrets replaced before anything was stored
+    redacted: dict[str, int] = field(default_factory=dict)  # the same, by kind (password, openai_key, jwt...)
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted
     aider_zone: str | None = None  # the zone Aider's naive local times were read in
     extractor: str | None = None  # what extracted assertions from episode text
@@ -426,6 +432,8 @@ class IngestReport(Record):
     def count(self, episode: Episode) -> None:
         self.episodes += 1
         self.redactions += episode.redactions
+        for kind, number in episode.redacted.items():
+            self.redacted[kind] = self.redacted.get(kind, 0) + number
         for kind, number in episode.left_out.items():
             self.left_out[kind] = self.left_out.get(kind, 0) + number
         low, high = self.time_range

@@ -127,8 +127,10 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
                 entry.episode_ids = plan.episodes
             plan.applied, plan.operation_id = True, entry.id
             decision.keep()
-    if plan.applied and purge:
-        checkpoint(db)
+    if plan.applied and purge and not checkpoint(db):
+        plan.unerased = ("another connection is reading an older snapshot of the database, so the file's "
+                         "write-ahead log still holds the purged pages; they are erased when the last connection "
+                         "to it closes")
     return plan
 
 

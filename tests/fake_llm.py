@@ -58,6 +58,7 @@ class FakeOpenAIServer:
         self.api_key = api_key
         self.latency = latency
         self.calls = 0
+        self.bodies: list[bytes] = []  # every request body as it came over the wire
         self.dates_answered = 0
         self.lock = threading.Lock()
         server = self
@@ -71,7 +72,10 @@ class FakeOpenAIServer:
                     return self.answer(404, {"error": {"message": f"no route {self.path}"}})
                 if self.headers.get("Authorization") != f"Bearer {server.api_key}":
                     return self.answer(401, {"error": {"message": "Incorrect API key provided"}})
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                with server.lock:
+                    server.bodies.append(raw)
+                body = json.loads(raw)
                 format_ = body.get("response_format", {})
                 if format_.get("type") != "json_schema" or format_["json_schema"].get("strict") is not True:
                     return self.answer(400, {"error": {"message": "expected a strict json_schema"}})

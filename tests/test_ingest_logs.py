@@ -110,9 +110,9 @@ def test_secrets_are_redacted_before_storage_and_counted(cli, db_path, tmp_path)
         {"role": "assistant", "content": "Noted; never paste keys.", "timestamp": "2024-05-01T10:00:01Z"},
     ])
     report = cli("ingest", chat, "--json").json()
-    assert report["redactions"] == 1
+    assert report["redactions"] == 1 and report["redacted"] == {"openai_key": 1}
     (episode,) = stored(db_path)
-    assert secret not in episode["content"] and "[REDACTED:api_key]" in episode["content"]
+    assert secret not in episode["content"] and "[REDACTED:openai_key]" in episode["content"]
 
 
 def test_unknown_zone_is_bad_usage(cli, tmp_path):

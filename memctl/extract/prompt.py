@@ -148,15 +148,21 @@ def _clip(text: str, limit: int) -> str:
 
 
 def user_message(request: Request) -> str:
-    """The one user message: REFERENCE_TIME, context, predicates, then the episode verbatim."""
+    """The one user message: REFERENCE_TIME, context, predicates, then the episode verbatim.
+
+    Text is stored redacted, but what a store written by an earlier memctl kept, or what
+    a retry reads back, is redacted again here: nothing reaches a model unredacted.
+    """
+    from memctl.redact import redact
+
     parts = [f"REFERENCE_TIME: {request.reference_time}"]
     predicates = sorted(set(request.predicates))
     parts.append("EXISTING PREDICATES: " + (", ".join(predicates) if predicates else "(none yet)"))
-    context = [c for c in request.context if c.strip()][-CONTEXT_EPISODES:]
+    context = [redact(c)[0] for c in request.context if c.strip()][-CONTEXT_EPISODES:]
     if context:
         shown = "\n".join(f"<context>\n{_clip(c, CONTEXT_CHARS)}\n</context>" for c in context)
         parts.append(f"CONTEXT (earlier in this session, oldest first; do not extract from it):\n{shown}")
-    parts.append(f"EPISODE (extract from this):\n<episode>\n{request.text}\n</episode>")
+    parts.append(f"EPISODE (extract from this):\n<episode>\n{redact(request.text)[0]}\n</episode>")
     return "\n\n".join(parts)
 
 

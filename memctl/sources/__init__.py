@@ -8,8 +8,8 @@ Never the import's clock.
 Each format module is a ``Source`` (below): it declares its ``NAME``, a cheap ``sniff``
 that recognises its files, and ``turns(path, options)``, yielding ``Turn`` (one user turn
 and the assistant's reply) or ``Skipped`` (a record left out, with the reason). ``parse``
-turns those into ``Episode`` objects: it resolves the time, redacts secrets, and cuts
-long turns to ``MAX_EPISODE_CHARS``. The structured ``facts`` format yields episodes
+turns those into ``Episode`` objects: it resolves the time, redacts secrets (``memctl.redact``), and
+cuts long turns to ``MAX_EPISODE_CHARS``. The structured ``facts`` format yields episodes
 itself, because its bad input refuses the whole command instead.
 """
 
@@ -273,11 +273,11 @@ def format_of(path: Path, options: IngestOptions) -> str | None:
 
 
 def render(turn: Turn) -> str:
-    """An episode's stored text: the user turn and the reply, nothing else."""
+    """An episode's text: the user turn and the reply, nothing else (before redaction and cutting)."""
     parts = [f"User: {turn.user.strip()}"]
     if turn.assistant.strip():
         parts.append(f"Assistant: {turn.assistant.strip()}")
-    return cut("\n\n".join(parts))
+    return "\n\n".join(parts)
 
 
 def cut(text: str) -> str:
@@ -308,7 +308,9 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
                 yield Skipped(item.position, NO_TIME)
                 continue
             reference_time, reference_source = fallback
-        text, redactions = redact(render(item))
+        # Redacted whole, then cut: a cut through a secret would leave a prefix no rule knows.
+        text, redacted = redact(render(item))
+        text = cut(text)
         yield Episode(
             source=str(path),
             position=item.position,
@@ -319,7 +321,7 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
             reference_time_source=reference_source,
             source_id=item.source_id,
             identity=f"{fmt}\x1f{item.identity}" if item.identity else None,
-            redactions=redactions,
+            redacted=redacted,
             left_out=dict(item.left_out),
             extraction="pending",
         )

@@ -170,10 +170,13 @@ def write_transaction(db: Database) -> Iterator[Database]:
         db.conn.execute("COMMIT")
 
 
-def checkpoint(db: Database) -> None:
+def checkpoint(db: Database) -> bool:
     """Copy the write-ahead log into the database file and empty it: after a purge, the
-    log's older frames still hold the pages as they were before it."""
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    log's older frames still hold the pages as they were before it. False when a reader
+    (another process) still held an older snapshot after the busy timeout, and the log
+    could not be emptied."""
+    busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return not busy
 
 
 class _RolledBack(Exception):
