@@ -132,13 +132,16 @@ class _Rule:
 
 
 def _shape(kind: str, triggers: tuple[str, ...], body: str, *, check: Callable[[str], bool] | None = None,
-           flags: int = 0, alone: bool = True) -> _Rule:
-    """A token known by its form; the whole match is the secret."""
-    pattern = re.compile("(?:" + body + ")" + (_END if alone else ""), flags)
+           alone: bool = True) -> _Rule:
+    """A token known by its form; the whole match is the secret. ``alone``: it must not
+    go on a word, path or slug (a private key block's armour needs no such test)."""
+    pattern = re.compile("(?:" + body + ")" + (_END if alone else ""))
 
     def judge(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
         value = m.group(0)
-        if (alone and not _alone(text, m.start())) or _FILLED_IN.search(value) or (check is not None and not check(value)):
+        if alone and (not _alone(text, m.start()) or _FILLED_IN.search(value)):
+            return None
+        if check is not None and not check(value):
             return None
         return m.start(), m.end(), kind
 
@@ -162,11 +165,13 @@ def _place(kind: str, triggers: tuple[str, ...], regex: str, *, check: Callable[
 
 
 _SHAPES = [
-    # The block to its END line; cut short (a truncated paste), to the end of its base64 and
-    # armour headers. A BEGIN line alone (a constant in a parser) has no body and is no key.
+    # The block to its END line, whatever its armour headers hold; cut short (a truncated
+    # paste), to the end of its base64. A BEGIN line alone (a constant in a parser) has no
+    # body and is no key.
     _shape("private_key", ("private key",),
-           r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:[\w+/=\s:,.\-]|\\[nr]){40,}?"
-           r"(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|(?![\w+/=\s:,.\-]|\\[nr]))", alone=False),
+           r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+           r"(?:[\s\S]{40,12000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[\w+/=\s:,.\-]|\\[nr]){40,})",
+           alone=False),
     _shape("anthropic_key", ("sk-ant-",), r"sk-ant-[a-z]{2,6}\d{2}-[\w\-]{20,}"),
     _shape("openai_key", ("sk-",), r"sk-(?:proj-|svcacct-|admin-)?[\w\-]{20,}", check=_random),
     _shape("aws_access_key_id", ("akia", "asia", "abia", "acca", "a3t"),

@@ -162,8 +162,9 @@ def plants(seed: int = 13) -> list[Plant]:
         begin, end = f"-----BEGIN {armour}" + "ATE KEY-----", f"-----END {armour}" + "ATE KEY-----"
         add(f"private_key_{name}", "private_key", "", f"{begin}\n{body}\n{end}", kept="")
     pgp = "\n".join(d.b64(48) for _ in range(5))
-    add("private_key_pgp", "private_key", "", "-----BEGIN PGP PRIV" + "ATE KEY BLOCK-----\nVersion: GnuPG v2\n\n" + pgp +
-        "\n-----END PGP PRIV" + "ATE KEY BLOCK-----", kept="")
+    armour = 'Version: GnuPG v2\nComment: "ci deploy (2024)!"'  # a header that is no base64
+    add("private_key_pgp", "private_key", "", "-----BEGIN PGP PRIV" + f"ATE KEY BLOCK-----\n{armour}\n\n{pgp}\n"
+        "-----END PGP PRIV" + "ATE KEY BLOCK-----", kept="")
     # -- where credentials sit, whatever their form
     add("curl_bearer", "bearer_token", 'curl -H "Authorization: Bearer ', d.token(40), '" https://api.acme.dev/v1/me',
         kept="Authorization: Bearer ")
