@@ -266,9 +266,12 @@ _PLACES = [
 
 # A secret's word at the end of a key's name. The longer names come first, so that a key
 # is read by its most telling word (SECRET_KEY is a secret, not a key).
+# A value is quoted, quoted with escaped quotes (JSON inside a string: {\"password\": \"x\"}),
+# or runs to a space, a quote or punctuation that ends it.
 _KEY_WORD = (r"(?P<word>password|passwd|passphrase|pass|pwd|secret_key_base|secret|token|key)"
-             r"(?P<quote>[\"'`]?)(?P<sep>[ \t]*(?:=(?!=)>?|:=)[ \t]*|:(?![:/])[ \t]*)"
-             r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|(?:[^\s\"'`,;&|<>(){}\[\]\\]|\\(?![nrt\"]))+)")
+             r"(?P<quote>\\?[\"'`]?)(?P<sep>[ \t]*(?:=(?!=)>?|:=)[ \t]*|:(?![:/])[ \t]*)"
+             r"(?P<value>\\\"(?:[^\"\\\n]|\\(?!\"))*\\\"|\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"
+             r"|(?:[^\s\"'`,;&|<>(){}\[\]\\]|\\(?![nrt\"]))+)")
 _KEY_BEFORE = re.compile(r"[\w.$\-]{0,60}\Z")
 # Key names that end in KEY and name a secret; other keys (sort_key, monkey) are not.
 _SECRET_KEYS = re.compile(r"(?i)(?P<name>api[_\-]?key|access[_\-]?key|secret[_\-]?key|"
@@ -314,11 +317,12 @@ def _judge_key(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
         return None
     start, end = m.start("value"), m.end("value")
     value, sep = text[start:end], m["sep"]
-    if value[0] in "\"'`":
-        inner = value[1:-1].strip()
+    if value[0] in "\"'`\\":
+        quote = 2 if value[0] == "\\" else 1
+        inner = value[quote:-quote].strip()
         if len(inner) < 4 or _not_a_value(inner) or "{" in inner and "}" in inner:  # a template: f"{token}"
             return None
-        return start + 1, end - 1, kind
+        return start + quote, end - quote, kind
     after = text[end:end + 1]
     if (len(value) < 4 or _not_a_value(value) or after in ("(", "[") or value.endswith(":")
             or _ATTRIBUTE.fullmatch(value)):

@@ -41,6 +41,10 @@ def test_each_secret_goes_and_its_name_stays(plant):
     ("psql 'host=db password=Xq7pLm2vRt9w user=app'", "psql 'host=db password=[REDACTED:password] user=app'"),
     ("the wifi password: Xq7pLm2vRt9w", "the wifi password: [REDACTED:password]"),
     ("dbPassword = \"Xq7pLm2vRt9w\";", "dbPassword = \"[REDACTED:password]\";"),
+    # JSON inside a string, as a log line pastes it
+    ('{\\"api_key\\": \\"Zk29fjs8Qw0pLm\\"}', '{\\"api_key\\": \\"[REDACTED:api_key]\\"}'),
+    ("docker run -e POSTGRES_PASSWORD=Xq7pLm2vRt9w postgres", "docker run -e POSTGRES_PASSWORD=[REDACTED:password] postgres"),
+    ('$env:DB_PASSWORD = "Xq7pLm2vRt9w"', '$env:DB_PASSWORD = "[REDACTED:password]"'),
 ])
 def test_only_the_value_is_replaced(text, expected):
     assert redact(text)[0] == expected
