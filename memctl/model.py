@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from memctl import names
 
 Evidence = Literal["text", "relative", "reference", "explicit", "repair"]
-Precision = Literal["instant", "day", "month", "year"]
+Precision = Literal["instant", "day", "month", "quarter", "year"]
 Cardinality = Literal["one", "many"]
 
 
