@@ -22,6 +22,7 @@ from memctl.errors import (
     FileRefused,
     LLMUnavailable,
     MemctlError,
+    NoModel,
     NotFound,
     NothingToExtract,
     StoreUnavailable,
@@ -44,6 +45,9 @@ ExtractorOption = Annotated[str, typer.Option(
     "--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")]
 ModelOption = Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")]
 ConcurrencyOption = Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")]
+TimeoutOption = Annotated[Optional[float], typer.Option(
+    "--timeout", help="Seconds one LLM call may take before it is tried again (default: $MEMCTL_LLM_TIMEOUT, "
+    "else 120); raise it for a slow local model.")]
 EmbeddingsOption = Annotated[Optional[str], typer.Option(
     "--embeddings-model", help="Embeddings model for vectors (default: $MEMCTL_EMBEDDINGS_MODEL; none: no vectors): "
     "local:wordllama, or a model of the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")]
@@ -137,6 +141,7 @@ def ingest(
     extractor: ExtractorOption = "auto",
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
+    timeout: TimeoutOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
     embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
@@ -153,6 +158,7 @@ def ingest(
     from memctl.sources.aider import zone
 
     zone(tz)  # an unknown zone is bad usage even when no Aider file is among the paths
+    timeout = _checked(extractor, concurrency, timeout)
     options = IngestOptions(format=format, reference_time=_instant(reference_time, "--reference-time"),
                             from_mtime=from_mtime, tz=tz)
     if dry_run:
@@ -168,7 +174,7 @@ def ingest(
             raise typer.Exit(1)  # as the real run would
         return
     memory = _memory(must_exist=False, embeddings_model=embeddings_model)
-    report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency))
+    report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency, timeout))
     for line in report.malformed[:20] + report.refused:
         typer.echo(f"memctl: skipped: {line}", err=True)
     if report.llm_unavailable:
@@ -178,6 +184,7 @@ def ingest(
         typer.echo(f"memctl: extraction failed for {report.extraction_failures} episode(s), stored without "
                    f"assertions (first: {report.first_failure}); 'memctl retry --failed' extracts them again",
                    err=True)
+    _say_dropped(report.dropped)
     if report.embeddings_unavailable:
         typer.echo(f"memctl: no vectors made: {report.embeddings_unavailable}; the episodes are stored, "
                    "and 'memctl embed' makes the vectors later", err=True)
@@ -207,13 +214,29 @@ def _print_preview(rows: list[dict]) -> None:
                              [[reason, "yes" if bad else "no", count] for (reason, bad), count in skipped.most_common()]))
 
 
-def _extractor(memory, choice: str, model: str | None, concurrency: int):
+def _checked(choice: str, concurrency: int, timeout: float | None) -> float | None:
+    """The extractor's options checked before the database is opened (or made): bad
+    usage leaves no file behind. The timeout, from --timeout or $MEMCTL_LLM_TIMEOUT."""
+    from memctl.extract import check_options
+
+    return check_options(choice, concurrency=concurrency, timeout=timeout)
+
+
+def _extractor(memory, choice: str, model: str | None, concurrency: int, timeout: float | None):
     """The extractor ``--extractor`` names; ``auto`` says on stderr when it falls back to rules."""
     from memctl.extract import build_extractor
     from memctl.store.cache import ResponseCache
 
     return build_extractor(choice, clock=memory.clock, cache=ResponseCache(memory.db, memory.now), model=model,
-                           concurrency=concurrency, notice=lambda message: typer.echo(f"memctl: {message}", err=True))
+                           concurrency=concurrency, timeout=timeout,
+                           notice=lambda message: typer.echo(f"memctl: {message}", err=True))
+
+
+def _say_dropped(dropped: list[str]) -> None:
+    """Assertions a model got wrong twice were left out; the episodes are done all the same."""
+    if dropped:
+        typer.echo(f"memctl: {len(dropped)} assertion(s) left out as wrong also after a retry (first: {dropped[0]}); "
+                   "'memctl show EPISODE' says which", err=True)
 
 
 @app.command()
@@ -228,6 +251,7 @@ def add(
     extractor: ExtractorOption = "auto",
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
+    timeout: TimeoutOption = None,
     embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -242,12 +266,14 @@ def add(
             given = json.loads(facts)
         except json.JSONDecodeError as error:
             raise BadInput(f"--facts is not JSON: {error}") from None
+    timeout = _checked(extractor, concurrency, timeout)
     memory = _memory(must_exist=False, embeddings_model=embeddings_model)
     result = memory.add_memory(content, reference_time=_instant(reference_time, "--reference-time"), source=source,
                                facts=given, extractor=None if given is not None else
-                               _extractor(memory, extractor, model, concurrency))
+                               _extractor(memory, extractor, model, concurrency, timeout))
     if result.llm_unavailable:
         typer.echo(f"memctl: {result.llm_unavailable}; the memory is kept as pending for 'memctl retry --failed'", err=True)
+    _say_dropped(result.dropped)
     if as_json:
         _print_json(result)
     else:
@@ -478,6 +504,7 @@ def retry(
     extractor: ExtractorOption = "auto",
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
+    timeout: TimeoutOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Extract and show what would change; write nothing (the "
                                                             "replies are cached, so doing it costs no more calls).")] = False,
     as_json: JsonOption = False,
@@ -491,12 +518,14 @@ def retry(
     """
     if not targets and not failed:
         raise BadInput("name episodes to retry, or pass --failed")
+    timeout = _checked(extractor, concurrency, timeout)
     memory = _memory()
-    result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency), failed=failed,
+    result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency, timeout), failed=failed,
                           dry_run=dry_run)
     if result.failed:
         typer.echo(f"memctl: extraction failed for {len(result.failed)} episode(s), left exactly as they were "
                    f"(first: {result.first_failure}); 'memctl retry --failed' tries them again", err=True)
+    _say_dropped(result.dropped)
     if as_json:
         _print_json(result)
     else:
@@ -592,6 +621,10 @@ def show(
     console.print(f"[bold]{data.id}[/bold] {data.status}  {data.source}:{data.position}")
     console.print(f"reference time {data.reference_time} (from {data.reference_time_source})\n")
     console.print(data.content, markup=False, highlight=False)
+    extraction = f"\nextraction {data.extraction}"
+    if data.extraction_error:
+        extraction += f": {data.extraction_error}"
+    console.print(extraction, markup=False, highlight=False)
     # An assertion stops being active when its episode is undone or a retry replaces it.
     console.print(_table("Assertions", ["fact", "valid from", "until", "active"], [
         [a.fact, _day(a.valid_at), _day(a.invalid_at), "yes" if a.expired_at is None else f"no, since {_day(a.expired_at)}"]
@@ -674,6 +707,7 @@ def mcp(
     extractor: ExtractorOption = "auto",
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
+    timeout: TimeoutOption = None,
     embeddings_model: EmbeddingsOption = None,
 ) -> None:
     """Serve the memory to an agent over the Model Context Protocol (stdio by default).
@@ -692,8 +726,9 @@ def mcp(
 
         raise MissingExtra("memctl mcp", "mcp") from None
     address = _host_and_port(http) if http is not None else None
+    timeout = _checked(extractor, concurrency, timeout)
     memory = _memory(must_exist=False, embeddings_model=embeddings_model)
-    serve(memory, _extractor(memory, extractor, model, concurrency), http=address)
+    serve(memory, _extractor(memory, extractor, model, concurrency, timeout), http=address)
 
 
 def _host_and_port(value: str) -> tuple[str, int]:
@@ -706,8 +741,8 @@ def _host_and_port(value: str) -> tuple[str, int]:
 
 # Exit codes by error class, most specific first: 1 when the rest of the work was kept
 # (a refused file, a model that could not be reached), 2 for bad usage or input.
-EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (LLMUnavailable, 1), (StoreUnavailable, 1),
-                                                          (MemctlError, 2))
+EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (NoModel, 2), (LLMUnavailable, 1),
+                                                          (StoreUnavailable, 1), (MemctlError, 2))
 
 
 def exit_code(error: MemctlError) -> int:

@@ -43,7 +43,9 @@ def ingest(db: Database, clock: Clock, paths: list[Path], options: IngestOptions
     from memctl.extract.stage import extracted
 
     report = IngestReport(extractor=extractor.name if extractor else None)
-    command = {"paths": [str(p) for p in paths], **asdict(options), "extractor": report.extractor}
+    # The journal takes the extractor's name from the report when the first batch is
+    # stored: by then an LLM's model, if none was named, has been looked up.
+    command = {"paths": [str(p) for p in paths], **asdict(options)}
     episodes = read_sources(paths, options, report, on_file)
     if extractor is not None:
         episodes = extracted(db, episodes, extractor, report)
@@ -66,7 +68,8 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
                 report.extracted_pending += len(added.extracted)
                 if not added.to_store:
                     continue
-                entry = entry or journal.record(db, "ingest", at, command or {}, "running")
+                entry = entry or journal.record(db, "ingest", at, {"extractor": report.extractor, **(command or {})},
+                                                "running")
                 store_episodes(db, added, at, entry.id)
                 tally(report, added, recompute(db, at, added.touched))
                 entry.counts = {name: getattr(report, name) for name in COUNTED}

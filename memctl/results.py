@@ -170,7 +170,7 @@ class EpisodeDetail(Record):
     created_at: str
     operation_id: str | None
     extraction: str
-    extraction_error: str | None
+    extraction_error: str | None  # why extraction failed, or (done) which assertions it dropped as wrong
     assertions: list[StoredAssertion] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
 
@@ -306,6 +306,7 @@ class RetryResult(WithEffects):
     effects: Effects = field(default_factory=Effects)
     failed: list[str] = field(default_factory=list)  # extraction failed: left exactly as they were
     first_failure: str | None = None  # why the first of them failed
+    dropped: list[str] = field(default_factory=list)  # "episode: assertion: why", wrong also after a retry
     applied: bool = False
     operation_id: str | None = None
 
@@ -322,6 +323,8 @@ class MemoryAdded(WithEffects):
     written live and takes the time of the call. ``extraction`` is ``structured`` when
     the facts came with it, else done, failed, or ``pending`` when the model could not
     be reached (``llm_unavailable`` says why; ``memctl retry --failed`` extracts it later).
+    ``extraction_error`` says why it failed, or for a done one which assertions were
+    dropped as wrong (``dropped`` lists them).
     """
 
     _OMITTED_WHEN_NONE = frozenset({"extraction_error", "llm_unavailable", "embeddings_unavailable"})
@@ -340,6 +343,7 @@ class MemoryAdded(WithEffects):
     redactions: int = 0  # secrets replaced in the content before it was stored
     operation_id: str | None = None
     extraction_error: str | None = None
+    dropped: list[str] = field(default_factory=list)  # "assertion: why", wrong also after a retry
     llm_unavailable: str | None = None  # why the model could not be used: the episode waits as pending
     embeddings_unavailable: str | None = None  # why no vectors were made; `memctl embed` makes them later
 
@@ -407,6 +411,7 @@ class IngestReport(Record):
     extraction_failures: int = 0
     first_failure: str | None = None  # why the first failed extraction failed
     guard_changes: int = 0  # invented dates the date guard replaced or dropped
+    dropped: list[str] = field(default_factory=list)  # "episode: assertion: why", wrong also after a retry
     extracted_pending: int = 0  # episodes stored earlier as pending, extracted by this run
     llm_unavailable: str | None = None  # why the LLM could not be used; the rest wait as pending
     embedded: int = 0  # texts given vectors by the embeddings model
