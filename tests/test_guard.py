@@ -236,3 +236,19 @@ def test_a_stated_period_always_survives_and_the_guard_is_idempotent(template, y
     assert (fields["valid_at"], fields["valid_at_precision"]) == (stated, precision)
     again, changes = guard_fields(fields, text, reference)
     assert (again, changes) == (fields, [])
+
+
+Y2019, Y2021 = "2019-01-01T00:00:00.000000Z", "2021-01-01T00:00:00.000000Z"
+
+
+@pytest.mark.parametrize(("start", "end"), [
+    (TODAY_MIDNIGHT, TODAY_MIDNIGHT),  # both invented: the span is the interval
+    (TODAY_MIDNIGHT, Y2021),  # the stated end takes its date; the other one is the start
+    (Y2019, TODAY_MIDNIGHT),
+])
+def test_a_span_with_two_dates_gives_each_invented_date_the_one_left(start, end):
+    text = "Dana lived in Berlin from 2019 until 2021."
+    fields, _ = guard_fields(dated(start, "year", end, "year", span="from 2019 until 2021"), text, MAY_2024)
+    assert (fields["valid_at"], fields["valid_at_precision"], fields["invalid_at"], fields["invalid_at_precision"]) == (
+        Y2019, "year", Y2021, "year")
+    Assertion(**fields)

@@ -18,9 +18,10 @@ after the guard: a reply whose only fault was an invented date is never rejected
   by its first day with the precision it carries ("October 2024" a month, "Q3 2024" a
   quarter, "since 2019" a year). Such a date is kept, and a claim finer than the text
   ("2024-10-01", precision day, for "October 2024") is given the text's precision.
-- When the assertion's ``date_span`` is in the text and names one date, that date is used
-  instead of the reference time: a model that quotes "on 20 June 2022" but writes today's
-  date got the words right and the date wrong.
+- When the assertion's ``date_span`` is in the text, the date it names that the dates left
+  standing do not account for is used instead of the reference time: a model that quotes
+  "on 20 June 2022" but writes today's date got the words right and the date wrong. A
+  span that names two dates ("from 2019 until 2021") gives both, earlier the start.
 - A start that was invented, before a stated end that the episode's own time is not
   before, is dropped instead: the text gives the end and no start (a retraction).
 
@@ -116,15 +117,12 @@ class _SpanDate(NamedTuple):
     stated: Stated
 
 
-def _date_of_span(span: str | None, text: str, reference_time: str) -> _SpanDate | None:
-    """The one date that ``span`` names, if the span really is in the text."""
+def _dates_of_span(span: str | None, text: str, reference_time: str) -> list[_SpanDate]:
+    """The dates that ``span`` names, earliest first, if the span really is in the text."""
     if not span or span not in text:
-        return None
-    named = stated_dates(span, reference_time)
-    if len(named) != 1:
-        return None
-    ((day, stated),) = named.items()
-    return _SpanDate(f"{day}{dates.MIDNIGHT}", day, stated)
+        return []
+    return [_SpanDate(f"{day}{dates.MIDNIGHT}", day, named)
+            for day, named in sorted(stated_dates(span, reference_time).items())]
 
 
 def _invented(stored: str, extracted_at: str | None, reference_time: str, stated: Mapping[str, Stated]) -> str | None:
@@ -170,30 +168,38 @@ def guard_fields(fields: Mapping[str, Any], text: str, reference_time: str,
     start, end = fields.get("valid_at"), fields.get("invalid_at")
     start_why = _invented(start, extracted_at, reference_time, stated) if start is not None else None
     end_why = _invented(end, extracted_at, reference_time, stated) if end is not None else None
-    span = _date_of_span(fields.get("date_span"), text, reference_time)
-    # The span's words name one date: the end's when the end states it, else the start's.
-    span_is_the_ends = span is not None and end is not None and not end_why and end[:10] == span.day
-    span_is_the_starts = span is not None and start is not None and not start_why and start[:10] == span.day
+    # The span's words name the assertion's dates ("since 2019", "from 2019 until 2021"):
+    # those the dates that stand do not account for are the ones an invented date replaces.
+    kept = {date[:10] for date, why in ((start, start_why), (end, end_why)) if date is not None and not why}
+    free = [named for named in _dates_of_span(fields.get("date_span"), text, reference_time)
+            if named.day not in kept]
+    start_from_span = end_from_span = None
+    if start_why and end_why and len(free) == 2:
+        start_from_span, end_from_span = free  # both from words that give the interval
+    elif start_why and len(free) == 1:
+        start_from_span = free[0]
+    elif end_why and len(free) == 1:
+        end_from_span = free[0]
 
     if start_why:
-        if span is not None and not span_is_the_ends:
-            out.update(valid_at=span.at, valid_at_evidence=span.stated.evidence,
-                       valid_at_precision=span.stated.precision)
-            span_is_the_starts = True
+        if start_from_span is not None:
+            out.update(valid_at=start_from_span.at, valid_at_evidence=start_from_span.stated.evidence,
+                       valid_at_precision=start_from_span.stated.precision)
         elif end is not None and not end_why and end <= reference_time:
             # the text gives the end and no start: what ended, ended then
             out.update(valid_at=None, valid_at_evidence=None, valid_at_precision=None)
             start_why += "; the episode's time is not before the stated end, so the text gives no start"
         else:
-            out.update(valid_at=reference_time, valid_at_evidence="reference", valid_at_precision="instant",
-                       date_span=None if not span_is_the_ends else fields.get("date_span"))
+            out.update(valid_at=reference_time, valid_at_evidence="reference", valid_at_precision="instant")
+            if end is None or end_why and end_from_span is None:
+                out["date_span"] = None  # no date of the assertion is in the words any more
         changes.append(f"valid_at {start} → {out['valid_at'] or 'none'}: {start_why}")
     if end_why:
         new_start = out["valid_at"]
-        if span is not None and not span_is_the_starts and (new_start is None or span.at > new_start):
-            out.update(invalid_at=span.at, invalid_at_evidence=span.stated.evidence,
-                       invalid_at_precision=span.stated.precision)
-            changes.append(f"invalid_at {end} → {span.at}: {end_why}")
+        if end_from_span is not None and (new_start is None or end_from_span.at > new_start):
+            out.update(invalid_at=end_from_span.at, invalid_at_evidence=end_from_span.stated.evidence,
+                       invalid_at_precision=end_from_span.stated.precision)
+            changes.append(f"invalid_at {end} → {end_from_span.at}: {end_why}")
         else:
             out.update(invalid_at=None, invalid_at_evidence=None, invalid_at_precision=None)
             changes.append(f"invalid_at {end} dropped: {end_why}")
