@@ -230,8 +230,11 @@ def test_transient_failures_beyond_the_retry_budget_fail_the_episode(failure):
 
 def test_a_bad_request_fails_the_episode_without_retrying():
     handler = Recorder(lambda n, body: error(400, "context length exceeded"))
-    result = one(extractor(handler))
+    ex = extractor(handler)
+    result = one(ex)
     assert result.calls == 1 and "HTTP 400" in result.error and "context length" in result.error
+    one(ex, request(1))  # an error that does not name the response format keeps it
+    assert [body["response_format"] for body in handler.bodies] == [RESPONSE_FORMAT, RESPONSE_FORMAT]
 
 
 # --- invalid replies -----------------------------------------------------------------------

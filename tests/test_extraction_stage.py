@@ -10,6 +10,7 @@ from memctl.memory import Memory
 from memctl.model import Assertion
 from memctl.sources import IngestOptions
 from tests.conftest import FakeClock, write_jsonl
+from tests.fake_llm import chat_file, point_at
 
 
 class InventingExtractor:
@@ -78,13 +79,6 @@ def test_without_an_extractor_log_episodes_wait_as_pending(tmp_path):
     assert memory.db.execute("SELECT extraction FROM episodes").fetchall() == [("pending",)]
 
 
-def _local_llm(monkeypatch, server, key):
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", key)
-
-
 CHAT = [
     ("2023-02-10T09:15:00Z", "Alice lives in Oslo since 20 June 2022. Alice uses Neovim."),
     ("2023-05-01T18:00:00Z", "Billing uses Postgres since 3 March 2021."),
@@ -94,11 +88,7 @@ CHAT = [
 
 
 def _chat_file(tmp_path):
-    lines = []
-    for when, text in CHAT:
-        lines += [{"role": "user", "content": text, "timestamp": when},
-                  {"role": "assistant", "content": "Noted.", "timestamp": when}]
-    return write_jsonl(tmp_path / "chat.jsonl", lines)
+    return chat_file(tmp_path / "chat.jsonl", CHAT)
 
 
 def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(cli, db_path, tmp_path, monkeypatch):
@@ -108,7 +98,7 @@ def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(c
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         run = cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-adversarial", "--json")
         lied = server.dates_answered // 2
     assert run.code == 0, run.err
@@ -134,7 +124,7 @@ def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tm
 
     chat = _chat_file(tmp_path)
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, "wrong-key")
+        point_at(monkeypatch, server, "wrong-key")
         refused = cli("ingest", chat, "--extractor", "llm", "--model", "fake-normal")
         assert refused.code == 1 and "pending" in refused.err
         assert len([line for line in refused.err.splitlines() if "pending" in line]) == 1
@@ -142,7 +132,7 @@ def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tm
             assert conn.execute("SELECT extraction, count(*) FROM episodes GROUP BY 1").fetchall() == [
                 ("pending", len(CHAT))]
             assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == 0
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         again = cli("ingest", chat, "--extractor", "llm", "--model", "fake-normal", "--json")
     assert again.code == 0, again.err
     assert again.json()["extracted_pending"] == len(CHAT) and again.json()["added"] == 0
@@ -168,7 +158,7 @@ def test_retry_of_unchanged_input_costs_no_call(cli, db_path, tmp_path, monkeypa
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal").code == 0
         calls = server.calls
         episodes = [e["id"] for e in cli("episodes", "--json").json()]
@@ -187,7 +177,7 @@ def test_purge_erases_the_cached_model_replies_of_the_episode(cli, db_path, tmp_
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal").code == 0
     episodes = [e["id"] for e in cli("episodes", "--json").json()]
     with sqlite3.connect(db_path) as conn:
@@ -207,7 +197,7 @@ def test_retry_dry_run_pays_for_the_calls_once(cli, db_path, tmp_path, monkeypat
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "rules").code == 0
         facts_before = cli("recall", "uses", "--json").json()["results"]
         episodes = [e["id"] for e in cli("episodes", "--json").json()]
