@@ -212,3 +212,41 @@ def test_retry_dry_run_pays_for_the_calls_once(cli, db_path, tmp_path, monkeypat
     assert done["applied"] and (done["model_calls"], done["cache_hits"]) == (0, len(CHAT))
     assert server.calls == len(CHAT)
     assert preview.json()["added"] and [r["fact"] for r in done["added"]] == [r["fact"] for r in preview.json()["added"]]
+
+
+def test_what_a_model_gets_wrong_twice_is_dropped_and_said_the_rest_stored(cli, db_path, tmp_path, monkeypatch):
+    """A model that repeats its mistake: the episode is done with what stands, and the
+    report, --json and show say which assertion was left out and why."""
+    import json
+    from datetime import datetime
+
+    from tests.fake_llm import FakeOpenAIServer
+
+    class Repeats(FakeOpenAIServer):
+        def model_reply(self, model: str, user: str) -> str:
+            reply = json.loads(super().model_reply(model, user))
+            reply["assertions"].append({**reply["assertions"][0], "subject": "!!!"})
+            return json.dumps(reply)
+
+    turns = CHAT[1:2]  # "Billing uses Postgres since 3 March 2021."
+    with Repeats(datetime.now(UTC)) as server:
+        point_at(monkeypatch, server)
+        run = cli("ingest", chat_file(tmp_path / "chat.jsonl", turns), "--extractor", "llm", "--model", "fake-normal",
+                  "--json")
+        assert server.calls == 2  # the reply, and the one retry for what was wrong
+        episode = cli("episodes", "--json").json()[0]["id"]
+        again = cli("retry", episode, "--extractor", "llm", "--model", "fake-normal", "--json")
+        assert server.calls == 2  # the reply taken is cached: no call, the same assertion left out
+    assert run.code == 0, run.err
+    report = run.json()
+    why = "!!! uses Postgres: subject: '!!!' is not a usable name"
+    assert report["dropped"] == [f"{episode}: {why}"] and report["assertions"] == 1
+    assert report["extraction_failures"] == 0 and not report["partial"]
+    assert "1 assertion(s) left out as wrong also after a retry" in run.err and "memctl show" in run.err
+    assert again.json()["dropped"] == [f"{episode}: {why}"] and again.json()["model_calls"] == 0
+    shown = cli("show", episode, "--json").json()
+    assert (shown["extraction"], shown["extraction_error"]) == ("done", f"1 assertion(s) dropped: {why}")
+    assert [a["fact"] for a in shown["assertions"] if a["expired_at"] is None] == [
+        "Billing uses Postgres since 3 March 2021."]
+    assert f"extraction done: 1 assertion(s) dropped: {why}" in " ".join(cli("show", episode).out.split())
+    assert cli("retry", "--failed", "--json").json()["episodes"] == []  # done: nothing to retry
