@@ -101,6 +101,8 @@ class FakeOpenAIServer:
         self.wrap = wrap
         self.calls = 0
         self.dates_answered = 0
+        # what "fake-seed" said: starts and ends reported, and how many of each it lied about
+        self.seed = {"assertions": 0, "starts": 0, "start_lies": 0, "end_lies": 0, "both_lies": 0}
         self.formats: list[str] = []
         self.read_timeouts: list[str | None] = []
         self.systems: list[str] = []
@@ -204,10 +206,17 @@ class FakeOpenAIServer:
                 if lie:
                     valid_at, valid_evidence, valid_precision = self.today_midnight, "text", "instant"
             elif model == "fake-seed":
-                if valid_at is not None and _chance(episode, index, "start") < SEED_LIES["start"]:
+                lie_start = valid_at is not None and _chance(episode, index, "start") < SEED_LIES["start"]
+                lie_end = _chance(episode, index, "end") < SEED_LIES["end"]
+                if lie_start:
                     valid_at, valid_evidence, valid_precision = self.today_midnight, "text", "instant"
-                if _chance(episode, index, "end") < SEED_LIES["end"]:
+                if lie_end:
                     invalid_at, invalid_evidence, invalid_precision = self.today_midnight, "text", "instant"
+                with self.lock:
+                    for counted, value in (("assertions", True), ("starts", valid_at is not None),
+                                           ("start_lies", lie_start), ("end_lies", lie_end),
+                                           ("both_lies", lie_start and lie_end)):
+                        self.seed[counted] += value
             assertions.append({
                 "subject": match["s"], "predicate": predicate, "object": match["o"], "fact": match[0] + ".",
                 "cardinality": cardinality, "valid_at": valid_at, "valid_at_evidence": valid_evidence,
