@@ -325,6 +325,8 @@ def _ingest_table(report):
         ("secrets redacted", "redactions"), ("extractor", "extractor"), ("model calls", "extraction_calls"),
         ("cache hits", "cache_hits"), ("extraction failures", "extraction_failures"),
         ("dates the guard corrected", "guard_changes")]]
+    if report.dropped:
+        rows.append(["assertions left out as wrong", len(report.dropped)])
     rows.append(["tokens in / out", f"{report.input_tokens} / {report.output_tokens}"])
     rows += [[f"skipped: {reason}", count] for reason, count in sorted(report.skipped.items())]
     rows += [[f"left out of text: {kind}", count] for kind, count in sorted(report.left_out.items())]

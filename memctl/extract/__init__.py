@@ -52,7 +52,10 @@ class Extractor(Protocol):
     cost no query for them, which for one live memory cost more than the extraction.
     """
 
-    name: str  # "rules", or "llm:<model>"
+    @property
+    def name(self) -> str:
+        """"rules", or "llm:<model>" ("llm" while the model is still to be looked up)."""
+        ...
 
     def extract(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Result]]:
         """One result per request, in any order (an LLM extractor works concurrently)."""
