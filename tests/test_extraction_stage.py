@@ -250,3 +250,34 @@ def test_what_a_model_gets_wrong_twice_is_dropped_and_said_the_rest_stored(cli, 
         "Billing uses Postgres since 3 March 2021."]
     assert f"extraction done: 1 assertion(s) dropped: {why}" in " ".join(cli("show", episode).out.split())
     assert cli("retry", "--failed", "--json").json()["episodes"] == []  # done: nothing to retry
+
+
+def test_a_model_that_puts_every_date_at_todays_midnight_loses_no_fact(cli, db_path, tmp_path, monkeypatch):
+    """Through the whole command: one call an episode, every fact stored at its stated date
+    or its episode's time, no end, nothing failed."""
+    import json
+    import sqlite3
+    from datetime import datetime
+
+    from tests.fake_llm import FakeOpenAIServer
+
+    class Midnight(FakeOpenAIServer):
+        def model_reply(self, model: str, user: str) -> str:
+            reply = json.loads(super().model_reply(model, user))
+            for item in reply["assertions"]:
+                item.update(valid_at=self.today_midnight, valid_at_evidence="text", valid_at_precision="instant",
+                            invalid_at=self.today_midnight, invalid_at_evidence="text", invalid_at_precision="instant")
+            return json.dumps(reply)
+
+    with Midnight(datetime.now(UTC)) as server:
+        point_at(monkeypatch, server)
+        run = cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal", "--json")
+        assert server.calls == len(CHAT)
+    assert run.code == 0, run.err
+    report = run.json()
+    assert (report["assertions"], report["extraction_failures"], report["dropped"]) == (7, 0, [])
+    with sqlite3.connect(db_path) as conn:
+        rows = dict(conn.execute("SELECT fact, valid_at FROM assertions WHERE invalid_at IS NULL").fetchall())
+    assert len(rows) == 7
+    assert rows["Billing uses Postgres since 3 March 2021."] == "2021-03-03T00:00:00.000000Z"  # from its words
+    assert rows["Bob uses Rust."] == "2023-07-14T08:30:00.000000Z"  # the episode's time

@@ -3,7 +3,8 @@
 Every extractor takes ``Request`` objects and yields one ``Result`` each. A result's
 assertions are ``memctl.model.Assertion`` objects (pydantic-validated, dates already in
 storage form, each with its evidence and precision); the date guard
-(``memctl.extract.guard``) then runs over them before anything is stored.
+(``memctl.extract.guard``) then runs over them before anything is stored, unless the
+extractor ran it itself (``Result.guarded``: the LLM's does, before its interval check).
 """
 
 from __future__ import annotations

@@ -541,10 +541,6 @@ class LLMExtractor:
             return self._client, self._model
 
     @property
-    def client(self) -> Any:
-        return self._ready()[0]
-
-    @property
     def model(self) -> str:
         return self._ready()[1]
 
