@@ -330,6 +330,10 @@ def test_sigkill_mid_ingest_leaves_whole_episodes_and_rerun_completes(tmp_path):
     assert check_whole_episodes(db, expected) == n
     assert stored_positions(db) == list(range(1, n + 1))
     assert report["operation_id"] in done_ingests(db)
+    # The killed runs that got as far as their journal row are no longer "running": the
+    # next writer saw their processes gone (issue 14, item 6).
+    statuses = [row[0] for row in read_only(db).execute("SELECT status FROM operations WHERE kind = 'ingest'")]
+    assert "running" not in statuses and statuses.count("interrupted") >= 1, (statuses, outcomes)
     counts = stats(db)
     assert (counts["episodes"], counts["episodes_undone"], counts["assertions"]) == (n, 0, sum(expected.values()))
     assert_rebuild_changes_nothing(db)
