@@ -300,7 +300,13 @@ def _extractor(memory, choice: str, model: str | None, concurrency: int):
     from memctl.store.cache import ResponseCache
 
     return build_extractor(choice, clock=memory.clock, cache=ResponseCache(memory.db, memory.now), model=model,
-                           concurrency=concurrency, notice=lambda message: typer.echo(f"memctl: {message}", err=True))
+                           concurrency=concurrency, notice=_notice)
+
+
+def _notice(message: str) -> None:
+    """A note on stderr that may come while the progress bar runs: print() goes through
+    sys.stderr, which the bar redirects to above itself (click's echo would write under it)."""
+    print(f"memctl: {message}", file=sys.stderr, flush=True)
 
 
 @app.command()

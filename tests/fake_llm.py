@@ -1,7 +1,8 @@
 """A small OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
 Model "fake-normal" answers what the episode's sentences say; "fake-adversarial" answers
-today at midnight for every other date, as the 1,384-edge report that the design brief cites found.
+today at midnight for every other date, as the 1,384-edge report that the design brief cites found;
+"fake-down" answers every call with 503.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ class FakeOpenAIServer:
                     server.calls += 1
                 if server.latency:
                     time.sleep(server.latency)
+                if body["model"] == "fake-down":  # overloaded for good: every call a 503
+                    return self.answer(503, {"error": {"message": "The server is overloaded"}})
                 content = server.model_reply(body["model"], body["messages"][-1]["content"])
                 self.answer(200, completion(content, prompt_tokens=len(json.dumps(body)) // 4,
                                             completion_tokens=len(content) // 4))

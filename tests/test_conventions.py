@@ -123,3 +123,44 @@ def test_show_prints_the_facts_and_no_control_bytes_to_a_terminal(cli, monkeypat
     assert "Facts it supports" in cli("show", structured).out
     raw = cli("show", pasted, "--json").json()
     assert "\x1b[2J" in raw["content"]  # --json gives the text as stored
+
+
+def test_the_no_llm_notice_is_not_printed_into_the_progress_bar(tmp_path):
+    """On a terminal the notice comes after the bar has started (the first episode that
+    needs extracting says it): it must land on a line of its own above the bar."""
+    import os
+    import pty
+    import subprocess
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for day in range(1, 30):
+        write_chat(folder / f"s{day:02d}.jsonl", day)
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--db", str(tmp_path / "m.db"), "ingest", str(folder)],
+                            stdin=follower, stdout=follower, stderr=follower, env={**env, "COLUMNS": "100"})
+    os.close(follower)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed its side
+            break
+        if not chunk:
+            break
+        output += chunk
+    assert proc.wait(timeout=120) == 0
+    text = output.decode(errors="replace")
+    assert "files," in text  # the bar ran
+    before = text[:text.index("memctl: no LLM configured")]
+    # What precedes the notice is the end of a line or the bar's erase-line, never bar text.
+    assert before.endswith(("\n", "\x1b[2K")), repr(before[-80:])
+
+
+def write_chat(path: Path, day: int) -> None:
+    import json
+
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"role": "user", "content": f"we moved billing to Postgres on day {day}", "timestamp": f"2024-03-{day:02d}T10:00:00Z"},
+        {"role": "assistant", "content": "noted", "timestamp": f"2024-03-{day:02d}T10:00:05Z"}]) + "\n")
