@@ -8,6 +8,7 @@ against those keep working.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -438,7 +439,17 @@ class IngestReport(Record):
                            max(high or episode.reference_time, episode.reference_time)]
 
     def skip(self, path: Path, item: Skipped) -> None:
-        """A record that gave no episode; bad input among them is listed for the user."""
-        self.skipped[item.reason] = self.skipped.get(item.reason, 0) + 1
+        """A record that gave no episode; bad input among them is listed for the user
+        whole, and counted by its kind (one count for a thousand bad lines of one file)."""
+        kind = _kind_of(item.reason) if item.malformed else item.reason
+        self.skipped[kind] = self.skipped.get(kind, 0) + 1
         if item.malformed:
             self.malformed.append(f"{path}:{item.position}: {item.reason}")
+
+
+def _kind_of(reason: str) -> str:
+    """What a malformed record's reason says before its particulars: ``bad JSON: line is
+    not valid utf-8: 'utf-8' codec can't decode byte 0x82 …`` is ``bad JSON``, and
+    ``unknown role 'bot'`` is ``unknown role``."""
+    head = reason.split(": ", 1)[0]
+    return " ".join(re.sub(r"'[^']*'|\"[^\"]*\"|\([^)]*\)|\[[^\]]*\]", " ", head).split()) or "malformed"

@@ -2,9 +2,10 @@
 
 Model "fake-normal" answers what the episode's sentences say; "fake-adversarial" answers
 today at midnight for every other date, as the 1,384-edge report that the design brief
-cites found; "fake-seed" lies as that report's counts say (``SEED_LIES``). The server can
-also play an older local server: one that refuses the strict ``json_schema`` response
-format, lists its models, wraps its replies in a reasoning block or a code fence, or is slow.
+cites found; "fake-seed" lies as that report's counts say (``SEED_LIES``); "fake-down"
+answers every call with 503. The server can also play an older local server: one that
+refuses the strict ``json_schema`` response format, lists its models, wraps its replies
+in a reasoning block or a code fence, or is slow.
 """
 
 from __future__ import annotations
@@ -148,6 +149,8 @@ class FakeOpenAIServer:
                     server.calls += 1
                 if server.latency:
                     time.sleep(server.latency)
+                if body["model"] == "fake-down":  # overloaded for good: every call a 503
+                    return self.answer(503, {"error": {"message": "The server is overloaded"}})
                 content = server.model_reply(body["model"], body["messages"][1]["content"])
                 if server.wrap == "think":
                     content = f"<think>\nThe user wants facts. Dates come from the text.\n</think>\n\n{content}"
