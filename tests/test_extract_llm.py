@@ -392,6 +392,17 @@ def test_a_rerun_of_unchanged_input_is_a_cache_hit_with_no_call():
     assert len(handler.bodies) == 4 and not changed["ep_0000"].cache_hit
 
 
+def test_a_rerun_answered_by_the_cache_needs_no_endpoint(monkeypatch):
+    """With the model named, a cached run makes no client: no endpoint needs to be
+    configured or reachable, and openai is not imported for it."""
+    cache = DictCache()
+    first = run(extractor(Recorder(lambda n, body: ok(reply(item()))), cache=cache), request())
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)  # make_client would raise LLMUnavailable
+    again = run(LLMExtractor(None, "test-model", clock, cache), request())
+    assert again["ep_0000"].cache_hit and again["ep_0000"].assertions == first["ep_0000"].assertions
+
+
 def test_the_cache_key_covers_model_prompt_version_text_and_time_but_not_context():
     key = cache_key("m", request())
     assert key == cache_key("m", request())

@@ -531,10 +531,12 @@ class LLMExtractor:
         """What this run asks the endpoint for: the strict schema until it was refused."""
         return self._formats[0]
 
-    def _ready(self) -> tuple[Any, str]:
-        """The client and the model, made and looked up on first use."""
+    def _ready(self, *, client: bool) -> tuple[Any, str]:
+        """The model, looked up on first use, and (``client``) the client, made on first
+        use: a run whose replies are all cached and whose model is named makes neither
+        (importing ``openai`` alone is half a second)."""
         with self._ready_lock:
-            if self._client is None:
+            if self._client is None and (client or self._model is None):
                 self._client = make_client(timeout=self.timeout)
             if self._model is None:
                 self._model = only_model(self._client, self.retries)
@@ -542,7 +544,7 @@ class LLMExtractor:
 
     @property
     def model(self) -> str:
-        return self._ready()[1]
+        return self._ready(client=False)[1]
 
     # -- the public interface -------------------------------------------------------------
 
@@ -669,7 +671,7 @@ class LLMExtractor:
     def _call(self, messages: list[dict[str, str]], response_format: Any, tally: _Tally, run: _Run) -> str:
         import openai  # already imported by make_client; cheap here
 
-        client, model = self._ready()
+        client, model = self._ready(client=True)
         if response_format is not RESPONSE_FORMAT:
             messages = with_schema_in_prompt(messages)
         kwargs = {} if response_format is None else {"response_format": response_format}
