@@ -68,7 +68,7 @@ def test_concurrent_calls_learn_the_refusal_once_between_them():
     assert all(r.error is None and len(r.assertions) == 1 for r in results.values())
     refusals = server.formats.count("json_schema")
     assert 1 <= refusals <= 4  # at most the calls already in flight when the first refusal came back
-    assert server.formats[refusals:] == ["json_object"] * len(many)
+    assert server.formats.count("json_object") == len(many)  # each episode answered once, in the format taken
 
 
 def test_a_server_that_takes_no_response_format_is_asked_with_none():
