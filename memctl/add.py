@@ -98,8 +98,9 @@ def _episode(db: Database, clock: Clock, content: str, reference_time: str | Non
 
         assertions = read_facts(facts, when)
     source = source.strip() if source is not None else DEFAULT_SOURCE
-    text, redactions = redact(cut(content.strip()))
+    kept, cut_chars = cut(content.strip())
+    text, redactions = redact(kept)
     return Episode(source=source, position=reads.next_position(db, source), format=FORMAT, content=text,
                    content_hash=content_hash(text), reference_time=when, reference_time_source=said,
-                   assertions=assertions or [], redactions=redactions,
+                   assertions=assertions or [], redactions=redactions, cut_chars=cut_chars,
                    extraction="structured" if facts is not None else "pending")

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from memctl import times
 from memctl.errors import BadInput
 from memctl.model import Assertion, Episode, Evidence, Precision, content_hash
-from memctl.sources import Head, IngestOptions, fallback_reference_time, read_jsonl
+from memctl.sources import Head, IngestOptions, cut, fallback_reference_time, read_jsonl
 
 NAME = "facts"
 
@@ -172,12 +172,15 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
         except (ValidationError, ValueError) as error:
             raise BadInput(f"{path}:{number}: {_problem(error)}") from None
         canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        # cut as any episode's text is; the hash is the whole line's, so identity is unchanged
+        content, cut_chars = cut(line.content if line.content is not None else raw.rstrip("\r\n"))
         yield Episode(
             source=str(path),
             position=number,
             source_id=line.source_id,
             format="facts",
-            content=line.content if line.content is not None else raw.rstrip("\r\n"),
+            content=content,
+            cut_chars=cut_chars,
             content_hash=content_hash(canonical),
             reference_time=reference_time,
             reference_time_source=reference_source,
