@@ -89,7 +89,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Required, TypedDict
+from typing import Required, TypedDict, TypeGuard
 
 from pydantic import ValidationError
 
@@ -128,21 +128,32 @@ class RulesExtractor:
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
-_QUOTE = re.compile(r"^\s*>\s?")
-_CODE_LINE = [
-    re.compile(r"^(?: {4,}|\t)(?![-*+•]\s|\d{1,3}[.)]\s)"),  # indented code (nested lists are kept)
-    re.compile(r"^\s*[|<{}\[\]]"),  # tables, markup, JSON, "[cut: …]"
-    re.compile(r"^\s*(?:\$|>>>|#!|//|/\*|\*/|%|@@|\+\+\+|---|[+-](?=\S)|[+-]\s{2,}|[=*_]{3,}\s*$)"),  # shells, diffs, rules
-    re.compile(r"^\s*(?:~|\.{1,2})?/\S"),  # paths
-    re.compile(r"^\s*[A-Za-z]:\\"),
-    re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}"),  # log timestamps
-    re.compile(r"^\s*\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\b"),
-    re.compile(r"^\s*(?:Traceback \(most recent|File \".*\", line \d+|at \S+ \(.*:\d+)"),
-    re.compile(r"^\s*(?:def|class|import|from\s+\S+\s+import|return|const|let|var|function|"
-               r"public|private|protected|package|#include|SELECT|INSERT|UPDATE|CREATE)\b"),
-    re.compile(r"[;{}]\s*$|\)\s*:\s*$|=>|==|!=|&&|\|\||::|->"),  # code punctuation
-    re.compile(r"^\s*[\w.\[\]\"']+\s*[-+*/]?=\s*\S"),  # assignments
-]
+# a quoted line is someone else's words or a tool's output, not the speaker's
+_QUOTE = re.compile(r"^\s*>")
+# a file name: an entity of its own ("recorder.js uses AudioWorklet"), unlike a code identifier
+_FILE_NAME = re.compile(
+    r"[\w][\w.\-/]*\.(?:js|jsx|ts|tsx|mjs|cjs|py|rb|go|rs|java|kt|swift|c|h|cc|cpp|hpp|cs|php|sh|sql|json|jsonl|"
+    r"toml|yaml|yml|ini|cfg|conf|md|mdx|rst|txt|html|htm|css|scss|vue|svelte|lock|xml|gradle|tf|ex|exs|lua|dart)",
+    re.I)
+# a list item labelled with a file or a code name, the label and what follows: "**[drone.js](…)** - …"
+_ITEM_LABEL = re.compile(rf"^\**(?:\[([\w.\-/+#@]+)\]\([^)\n]*\)|`([^`\n]+)`|({_FILE_NAME.pattern}))\**"
+                         r"(?=\s*(?:\s[-—–]|:)\s)", re.I)
+# a nested item that says only what its parent's label does: "   - Uses AudioWorklet for noise generation"
+_LABEL_VERB = re.compile(r"(?:Now\s+)?(?:Uses|Relies\s+on|Runs\s+on|Is\s+built\s+(?:with|on)|Built\s+(?:with|on))\s")
+_CODE_LINE = re.compile("|".join(f"(?:{pattern})" for pattern in [  # one search, not eleven
+    r"^(?: {4,}|\t)(?![-*+•]\s|\d{1,3}[.)]\s)",  # indented code (nested lists are kept)
+    r"^\s*[|<{}\[\]]",  # tables, markup, JSON, "[cut: …]"
+    r"^\s*(?:\$|>>>|#!|//|/\*|\*/|%|@@|\+\+\+|---|[+-](?=\S)|[+-]\s{2,}|[=*_]{3,}\s*$)",  # shells, diffs, rules
+    r"^\s*(?:~|\.{1,2})?/\S",  # paths
+    r"^\s*[A-Za-z]:\\",
+    r"^\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}",  # log timestamps
+    r"^\s*\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\b",
+    r"^\s*(?:Traceback \(most recent|File \".*\", line \d+|at \S+ \(.*:\d+)",
+    r"^\s*(?:def|class|import|from\s+\S+\s+import|return|const|let|var|function|"
+    r"public|private|protected|package|#include|SELECT|INSERT|UPDATE|CREATE)\b",
+    r"[;{}]\s*$|\)\s*:\s*$|=>|==|!=|&&|\|\||::|->",  # code punctuation
+    r"^\s*[\w.\[\]\"']+\s*[-+*/]?=\s*\S",  # assignments
+]))
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
 _EMPHASIS = [re.compile(r"\*\*(.+?)\*\*"), re.compile(r"__(.+?)__"),
@@ -154,28 +165,36 @@ _ABBREVIATIONS = {"e.g", "i.e", "vs", "etc", "mr", "mrs", "ms", "dr", "prof", "s
 
 
 def _speakers(text: str) -> list[tuple[str, str]]:
-    """(speaker, text) parts: a rendered chat is split into the user's and the assistant's turn."""
+    """(speaker, text) parts: a rendered chat is split into the user's and the assistant's turn
+    (a reply that answers no question in its file is rendered alone, "Assistant: …")."""
     if text.startswith("User: "):
         user, found, assistant = text[len("User: "):].partition("\n\nAssistant: ")
         parts = [("user", user)]
         if found:
             parts.append(("assistant", assistant))
         return parts
+    if text.startswith("Assistant: "):
+        return [("assistant", text[len("Assistant: "):])]
     return [("user", text)]
 
 
+_NOT_PROSE = re.compile(r"[^\w\s]|_")
+
+
 def _looks_like_code(line: str) -> bool:
-    if any(pattern.search(line) for pattern in _CODE_LINE):
+    if _QUOTE.match(line) or _CODE_LINE.search(line):
         return True
     prose = _clean_markdown(_LIST_MARKER.sub("", _INLINE_CODE.sub("x", line)))
-    letters = sum(ch.isalnum() or ch.isspace() for ch in prose)
-    return len(prose) > 0 and letters / len(prose) < 0.8
+    return len(prose) > 0 and len(_NOT_PROSE.findall(prose)) / len(prose) > 0.2
 
 
 def _paragraphs(text: str) -> Iterator[str]:
-    """Prose paragraphs: fenced and code-looking lines dropped; a list item starts a new one."""
+    """Prose paragraphs: fenced, quoted and code-looking lines dropped; a list item starts a
+    new one. A nested item that says only what its parent item's label does ("Uses X" under
+    "drone.js - …") is read with that label."""
     fenced = False
     current: list[str] = []
+    label: tuple[int, str] | None = None  # (indent, label) of the list item above
     for raw in text.splitlines():
         if _FENCE.match(raw):
             fenced = not fenced
@@ -188,13 +207,23 @@ def _paragraphs(text: str) -> Iterator[str]:
                 yield " ".join(current)
                 current = []
             continue
-        line = raw
-        starts_block = bool(_LIST_MARKER.match(line) or _HEADING.match(line))
-        line = _HEADING.sub("", _LIST_MARKER.sub("", _QUOTE.sub("", line)))
+        item = _LIST_MARKER.match(raw)
+        line = _HEADING.sub("", _LIST_MARKER.sub("", raw)).strip()
+        if item:
+            indent = len(raw) - len(raw.lstrip())
+            if label is not None and indent > label[0]:
+                if _LABEL_VERB.match(line):
+                    line = f"`{label[1]}` - {line}"
+            else:
+                named = _ITEM_LABEL.match(line)
+                label = (indent, next(g for g in named.groups() if g)) if named else None
+        elif _HEADING.match(raw) or not raw.startswith((" ", "\t")):
+            label = None
+        starts_block = bool(item or _HEADING.match(raw))
         if starts_block and current:
             yield " ".join(current)
             current = []
-        current.append(line.strip())
+        current.append(line)
         if starts_block and _HEADING.match(raw):  # a heading is a paragraph of its own
             yield " ".join(current)
             current = []
@@ -210,10 +239,13 @@ def _clean_markdown(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def sentences(text: str) -> Iterator[tuple[str, str]]:
-    """(speaker, sentence) for every prose sentence of an episode's text, in order."""
+def sentences(text: str, wanted: re.Pattern[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(speaker, sentence) for every prose sentence of an episode's text, in order; with
+    ``wanted``, only those of the paragraphs it finds something in."""
     for speaker, part in _speakers(text):
         for paragraph in _paragraphs(part):
+            if wanted is not None and not wanted.search(paragraph):
+                continue
             # a list item labelled with a linked file keeps the label as a name: "[a.js](…) - Uses X"
             paragraph = _clean_markdown(_LINK_LABEL.sub(r"`\1`", paragraph))
             start = 0
@@ -240,7 +272,7 @@ _DATE_PATTERNS = [
     ("my", re.compile(rf"\b(?:in\s+)?(?P<mon>{dates.MONTH})\.?,?\s+(?P<y>\d{{4}})\b", re.I)),
     ("dm", re.compile(rf"\bon\s+(?:the\s+)?\d{{1,2}}{dates.ORDINAL}\s+(?:of\s+)?{dates.CAPITALISED_MONTH}\b(?!\s*\d)")),
     ("md", re.compile(rf"\bon\s+{dates.CAPITALISED_MONTH}\s+\d{{1,2}}{dates.ORDINAL}\b(?!,?\s*\d)")),
-    ("y", re.compile(r"\bin\s+(?P<y>(?:19|20)\d{2})\b(?![-/.]\d)", re.I)),
+    ("y", re.compile(r"\b(?:in|since)\s+(?P<y>(?:19|20)\d{2})\b(?![-/.]\d)", re.I)),
     ("m", re.compile(rf"\b[Ii]n\s+(?P<mon>{dates.CAPITALISED_MONTH})\b(?!\s*\d)")),
     ("ago", dates.AGO),
     ("last", dates.LAST),
@@ -381,7 +413,11 @@ _ADVERBS = {"now", "currently", "also", "still", "already", "actually", "mostly"
 _ATOM = "\x01"  # inline code is replaced by \x01<n>\x01 while a sentence is analysed
 _DATE = "\x02"  # and its date phrase by this mark, which ends a name
 _WORD = re.compile(rf"{_ATOM}\d+{_ATOM}|\w+(?:[.'\-/+#]+\w+)*[+#]*(?:\(\))?|[^\w\s]")
-_GOOD_ATOM = re.compile(r"[\w.+#@/:\-]+(?:\(\))?|<\w[\w-]*>")
+_GOOD_ATOM = re.compile(r"[\w.+#@/:\-]+|<\w[\w-]*>")
+# a code identifier, not an entity: a call, a private or member name, an attribute path,
+# a lowerCamelCase function ("applyFilters()", "_preprocess_content_node",
+# "self._store", "navigator.mediaDevices", "getUserMedia"); a file name is an entity
+_CODE_NAME = re.compile(r"\(\)$|^_|^(?:self|this|cls)\.|^[a-z_]\w*(?:\.[a-z_]\w*)+$|^[a-z]+(?:[A-Z][a-z0-9]+)+$")
 
 
 def _tokens(text: str) -> list[str]:
@@ -401,12 +437,16 @@ def _name(words: list[str], atoms: list[str], *, role: str) -> str | None:
         return None
     if not all(_is_word(w) for w in words) or any("/" in w and "." in w for w in words):
         return None  # punctuation inside, or a path
+    if any(_is_code(atoms[int(w.strip(_ATOM))] if w.startswith(_ATOM) else w) for w in words):
+        return None  # "_preprocess_content_node", "applyFilters()": code, not a thing people talk about
     lowered = [w.lower() for w in words]
     if any(w in _NOT_IN_NAME for w in lowered) or lowered[0] in ("of", "for") or lowered[-1] in ("of", "for"):
         return None
     if any(w.endswith(("'re", "'ve", "'ll", "'d", "'m", "n't")) for w in lowered):
         return None
     if role == "object":
+        if any(w.endswith("'s") for w in lowered[:-1]):
+            return None  # "BeautifulSoup's blockquote content": a part of something, described
         if lowered[0] in _NOT_FIRST_IN_OBJECT or (len(words) == 1 and lowered[0] in _GENERIC_OBJECTS):
             return None
         if any(w in ("of", "for") for w in lowered):
@@ -435,6 +475,10 @@ def _name(words: list[str], atoms: list[str], *, role: str) -> str | None:
     return name
 
 
+def _is_code(word: str) -> bool:
+    return not _FILE_NAME.fullmatch(word) and bool(_CODE_NAME.search(word))
+
+
 def _subject(prefix: str, atoms: list[str], speaker: str) -> str | None:
     """The subject a clause prefix names (text from the clause start to the verb), or None."""
     segments = re.split(rf"([,;:{_DATE}]|\s[-—–](?=\s|$)|[—–])", prefix)
@@ -451,12 +495,16 @@ def _subject(prefix: str, atoms: list[str], speaker: str) -> str | None:
                 words = words[size:]
                 changed = True
                 break
+    if len(words) > 2 and words[-1].lower() == "and" and (words[0] == "I" and speaker == "user" or words[0] in ("We", "we")):
+        return USER  # "I have redirects in next.config.js and host on Vercel": the clause's subject
     while words and words[-1].lower() in _ADVERBS:
         words.pop()
     if words and words[-1].endswith("ly") and words[-1].islower():
         return None  # "Billing quietly uses …": an adverb this reader does not know
     if len(words) > 2 and words[0] == '"' and words[-1] == '"':  # a quoted name
         words = words[1:-1]
+        if len(words) > 1 and not all(w[0].isupper() or w[0].isdigit() for w in words):
+            return None  # "Outside diff range comments": a phrase quoted from somewhere, not a name
     if not words and len(segments) >= 3 and segments[-2].strip() in ("-", "—", "–", ":"):
         # a list item labelled with a file or identifier: "`recorder.js` - Now uses AudioWorklet"
         label = _tokens(segments[-3])
@@ -489,7 +537,7 @@ _OBJECT_STOP = _PREPOSITIONS | _CLAUSE | {"which", "that", "who", "whose", "wher
                                            "anymore", "nowadays", "too", "now", "together", "exclusively",
                                            "because", "since", "there", "here", "again", "already", "well",
                                            # "… to Postgres this week", "… last night": a time, not the name
-                                           "this", "last", "next", "earlier"}
+                                           "this", "these", "last", "next", "earlier"}
 _CLAUSE_STARTS = _PRONOUNS | {"then", "now", "also", "so", "therefore", "thus", "it's", "that's", "there's"}
 
 
@@ -575,16 +623,98 @@ _FAVOUR = re.compile(rf"{_HAVE}\s*{_ADV}(?:dropped|ditched|replaced|abandoned)\s
 _MOVE_OFF = re.compile(rf"{_HAVE}\s*{_ADV}(?:moved|migrated|switched)\s+off\s+(?:of\s+)?", re.I)
 _ONTO = r"\s+(?:and\s+)?(?:onto|on\s+to|to)\s+"
 # "X is backed by Y", "X runs on Y": what X is built on, a name
-_BACKED = re.compile(rf"(?:{_BE}{_ADV}(?:backed|powered)\s+by|\s+{_ADV}runs\s+on(?:\s+top\s+of)?)\s+", re.I)
+_BACKED = re.compile(rf"(?:{_BE}{_ADV}(?:(?:backed|powered)\s+by|built\s+(?:with|on|using))|\s+{_ADV}runs\s+on"
+                     r"(?:\s+top\s+of)?)\s+", re.I)
 # who leads a team: "Priya runs the payments team", "Elena took over the platform team from Felix"
 _LEADS = re.compile(rf"\s+{_ADV}(?:runs|leads|heads|manages|took\s+over|has\s+taken\s+over)\s+", re.I)
 _TEAM_WORDS = {"team", "group", "squad", "org", "organisation", "organization", "department", "division", "unit"}
 # where someone lives: "Priya lives in Berlin", "Dana is based in Toronto"
-_LIVES = re.compile(rf"(?P<verb>\s+{_ADV}(?:lives|live)|{_BE}{_ADV}(?:living|based))\s+in\s+", re.I)
+_LIVES = re.compile(rf"(?P<verb>\s+{_ADV}(?:lives|live)|{_BE}{_ADV}(?:living|based)|(?:'ve|\s+have|\s+has)\s+{_ADV}"
+                    r"(?:been\s+)?(?:living|lived|based))\s+in\s+", re.I)
 _IS_NOW = re.compile(r"(?:\s+is|'s)\s+now\s+", re.I)
 _PREFERS = re.compile(rf"\s+{_ADV}(?:prefers|prefer)\s+", re.I)
 _USES = re.compile(rf"(?:\s+{_ADV}(?:uses|use)|{_BE}{_ADV}using|{_HAVE}\s*been\s+{_ADV}using|"
                    rf"{_HAVE}\s*{_ADV}(?:started|began)\s+using)\s+", re.I)
+
+
+# ----------------------------------------------------------- what people say about themselves
+
+# The last word (or two) of what someone works as: "I'm a nurse", "Dana is a senior backend engineer".
+_OCCUPATIONS = frozenset(
+    "nurse teacher doctor physician surgeon dentist pharmacist paramedic midwife therapist psychologist "
+    "psychiatrist engineer developer programmer designer architect scientist researcher analyst accountant lawyer "
+    "solicitor barrister consultant manager director founder cofounder co-founder cto ceo cfo coo vp sre devops "
+    "student intern freelancer contractor writer journalist editor translator librarian professor lecturer "
+    "tutor chef cook baker barista waiter pilot electrician plumber carpenter mechanic technician firefighter "
+    "farmer musician artist photographer illustrator animator actor recruiter administrator admin officer "
+    "veterinarian vet nanny caregiver carer cleaner driver salesperson marketer economist statistician "
+    "mathematician physicist chemist biologist geologist copywriter strategist coach trainer".split())
+# What "my X", "our X", "the team's X" may be, naming someone or something by its role:
+# "my manager is Dana", "Postgres is our database", "our CI is GitHub Actions".
+_ROLES = _OCCUPATIONS | frozenset(
+    "boss lead supervisor mentor mentee manager landlord partner wife husband girlfriend boyfriend fiance fiancee "
+    "son daughter brother sister mother father mom mum dad doctor dentist "
+    "database datastore db cache queue broker ci cd cloud provider host hosting cdn registrar backend frontend "
+    "framework language stack orm editor ide os shell terminal bundler linter formatter runner tracker "
+    "monitoring vcs branch repo repository email bank employer team".split())
+_ROLE_MODIFIERS = {"new", "current"}  # dropped: "my new manager" is my manager, from now on
+_PERSON_ROLES = _OCCUPATIONS | frozenset(
+    "boss lead supervisor mentor mentee manager landlord partner wife husband girlfriend boyfriend fiance fiancee "
+    "son daughter brother sister mother father mom mum dad".split())
+# "I moved to Lisbon", "I've relocated from Oslo to Bergen": a home
+_MOVED_HOME = re.compile(rf"{_HAVE}\s*{_ADV}(?:moved|relocated)\s+(?:back\s+)?(?:from\s+(?P<old>.+?)\s+)?to\s+", re.I)
+# where someone works: "I work at Acme", "Dana has worked for Globex", "I joined Initech", "I started at Hooli"
+_WORKS_AT = re.compile(rf"(?P<verb>\s+{_ADV}(?:works|work)|{_BE}{_ADV}working|(?:'ve|\s+have|\s+has)\s+{_ADV}"
+                       rf"(?:been\s+)?(?:worked|working))\s+(?:at|for)\s+|{_HAVE}\s*{_ADV}(?:joined|started\s+at)\s+",
+                       re.I)
+_LEFT_JOINED = re.compile(rf"{_HAVE}\s*{_ADV}left\s+(?P<old>.+?)\s+(?:and|to)\s+(?:joined|join)\s+", re.I)
+_WORK_RETRACT = re.compile(rf"(?:\s+no\s+longer|\s+(?:do\s+not|does\s+not|don't|doesn't))\s+{_ADV}(?:work|works)"
+                           r"\s+(?:at|for)\s+", re.I)
+# what someone works as: "I'm a nurse", "I work as a designer", "I became a teacher", "I've been a chef"
+_WORKS_AS = re.compile(rf"(?:{_BE}{_ADV}|\s+{_ADV}(?:works|work)\s+as\s+|(?:'ve|\s+have|\s+has)\s+{_ADV}been\s+|"
+                       rf"\s+{_ADV}became\s+)an?\s+", re.I)
+_REPORTS_TO = re.compile(rf"\s+{_ADV}(?:report|reports)\s+(?:directly\s+)?to\s+", re.I)
+_BECAME = re.compile(rf"\s+{_ADV}became\s+", re.I)
+_HIRED = re.compile(rf"{_HAVE}\s*{_ADV}hired\s+", re.I)
+_MY_NAME = re.compile(r"\bmy\s+name\s+is\s+", re.I)
+_FROM = re.compile(rf"(?:{_BE}|\s+{_ADV}(?:come|comes)\s+)(?:originally\s+)?from\s+", re.I)
+# where something runs: "we host on Vercel", "the site is hosted on Netlify", "we deploy it to Fly.io"
+_HOSTED = re.compile(rf"(?:{_BE}{_ADV}(?:hosted|deployed)|\s+{_ADV}(?P<verb>host|hosts|deploy|deploys)"
+                     r"(?:\s+(?:it|everything|them|this|that))?)\s+(?:on|to|at|with)\s+", re.I)
+_IS = re.compile(rf"{_BE}{_ADV}", re.I)
+_POSSESSIVES = {"my", "our", "your"}
+# a list item labelled with a file or code name, and what it says: "cli.py - Click-based CLI interface"
+_LABELLED = re.compile(rf"^(?P<label>{_ATOM}\d+{_ATOM}|{_FILE_NAME.pattern})\s*(?:[-—–]|:)\s+", re.I)
+_BASED = re.compile(rf"(?:^|\s)(?P<name>{_ATOM}\d+{_ATOM}|[A-Z][\w.+#]*)-based\b")
+_BUILT_WITH = re.compile(r"\bbuilt\s+(?:with|on|using)\s+", re.I)
+_GENERIC_TAIL = {"framework", "library", "lib", "package", "module", "toolkit", "engine"}
+
+
+# The words a pattern cannot match without: a sentence lacking them skips the pattern's
+# regular expression (the costly part of reading a sentence).
+_NEEDS: dict[re.Pattern[str], frozenset[str]] = {pattern: frozenset(words.split()) for pattern, words in [
+    (_FAVOUR, "dropped ditched replaced abandoned"), (_REPLACE, "replaced"), (_MOVE_OFF, "moved migrated switched"),
+    (_RETRACT[0], "longer"), (_RETRACT[1], "anymore any"), (_RETRACT[2], "stopped quit"),
+    (_RETRACT[3], "dropped ditched"), (_WORK_RETRACT, "work works"),
+    (_SWITCH_FROM, "switched moved migrated migrating moving switching"), (_SWITCH_TO, "switched migrated"),
+    (_BACKED, "backed powered built runs"), (_LEADS, "runs leads heads manages took taken"),
+    (_LIVES, "lives live living based lived"), (_IS_NOW, "now"), (_PREFERS, "prefers prefer"),
+    (_USES, "uses use using"), (_MOVED_HOME, "moved relocated"), (_LEFT_JOINED, "left"),
+    (_WORKS_AT, "work works working worked joined started"), (_WORKS_AS, "a an"), (_HIRED, "hired"),
+    (_IS, "is s m re are am"), (_BECAME, "became"), (_REPORTS_TO, "report reports"), (_FROM, "from"),
+    (_HOSTED, "host hosts hosted deploy deploys deployed"),
+]}
+_LOWER_WORDS = re.compile(r"[a-z]+")
+
+
+def _finder(sentence: str) -> Callable[[re.Pattern[str]], Iterable[re.Match[str]]]:
+    """``pattern.finditer(sentence)``, or nothing at once when the sentence lacks a word the pattern needs."""
+    words = set(_LOWER_WORDS.findall(sentence.lower()))
+
+    def find(pattern: re.Pattern[str]) -> Iterable[re.Match[str]]:
+        return pattern.finditer(sentence) if words & _NEEDS[pattern] else ()
+
+    return find
 
 
 @dataclass(frozen=True)
@@ -607,12 +737,14 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
     if _HEDGES.search(sentence) or _LOWER_MAY.search(sentence):
         return None
 
+    find = _finder(sentence)
+
     def subject_before(match: re.Match, text: str = sentence) -> str | None:
         return _subject(text[:match.start()], atoms, speaker)
 
     def each_object(pattern: re.Pattern[str], predicate: str) -> list[_Said]:
         """(subject, predicate, object) per object of the first match with a subject before and objects after."""
-        for match in pattern.finditer(sentence):
+        for match in find(pattern):
             subject = subject_before(match)
             if subject is None:
                 continue
@@ -625,7 +757,7 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
     for pattern, joiner in ((_FAVOUR, r"\s+in\s+favou?r\s+of\s+"), (_REPLACE, r"\s+with\s+"), (_MOVE_OFF, _ONTO)):
         if _NEGATION.search(sentence):
             break
-        for match in pattern.finditer(sentence):
+        for match in find(pattern):
             subject = subject_before(match)
             rest = sentence[match.end():]
             split = re.search(joiner, rest, re.I)
@@ -638,7 +770,7 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
     # retractions: the only negation allowed is the pattern's own
     if not _NEGATION.search(retract_stripped):
         for pattern in _RETRACT:
-            for match in pattern.finditer(sentence):
+            for match in find(pattern):
                 subject = subject_before(match)
                 if subject is None:
                     continue
@@ -646,9 +778,16 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
                 objects = _objects(sentence[match.end():], atoms, named=named)
                 if objects:
                     return "retract", [_Said(subject, "uses", o, "many", True) for o in objects]
+        for match in find(_WORK_RETRACT):
+            subject = subject_before(match)
+            employer = _objects(sentence[match.end():], atoms, named=True)
+            if _person(subject) and len(employer) == 1:
+                return "left", [_Said(subject, "works at", employer[0], "one", True)]
     if _NEGATION.search(sentence):
         return None
-    for match in _SWITCH_FROM.finditer(sentence):
+    if found := _personal(sentence, atoms, speaker, find):
+        return found
+    for match in find(_SWITCH_FROM):
         before = subject_before(match)
         thing_words = _tokens(match.group("thing"))
         rest = sentence[match.end():]
@@ -680,12 +819,12 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             return "switch", _switch(subject, old[0], new)
     if said := each_object(_SWITCH_TO, "uses"):
         return "switch_to", said
-    for match in _BACKED.finditer(sentence):
+    for match in find(_BACKED):
         subject = subject_before(match)
         objects = _objects(sentence[match.end():], atoms, named=True) if subject is not None else []
         if subject is not None and objects:
             return "backed_by", [_Said(subject, "uses", o, "many") for o in objects]
-    for match in _LEADS.finditer(sentence):
+    for match in find(_LEADS):
         leader = subject_before(match)
         rest = sentence[match.end():]
         team = _objects(rest, atoms)
@@ -693,14 +832,14 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
                 or team[0].split()[-1].lower() not in _TEAM_WORDS:
             continue
         return "leads", [_Said(team[0], "led by", leader, "one")]
-    for match in _LIVES.finditer(sentence):
+    for match in find(_LIVES):
         subject = subject_before(match)
         objects = _objects(sentence[match.end():], atoms, named=True) if subject is not None else []
         if match.group("verb").split()[-1].lower() == "live" and subject != USER:
             continue  # "teams live in Slack": a generalisation
         if subject is not None and len(objects) == 1 and (subject == USER or _named(_tokens(subject))):
             return "lives_in", [_Said(subject, "lives in", objects[0], "one")]
-    for match in _IS_NOW.finditer(sentence):
+    for match in find(_IS_NOW):
         subject = subject_before(match)
         if subject is None or subject == USER:
             continue
@@ -709,7 +848,7 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             return "is_now", [_Said(subject, "is", objects[0], "one")]
     if said := each_object(_PREFERS, "prefers"):
         return "prefers", said
-    for match in _USES.finditer(sentence):
+    for match in find(_USES):
         verb = match.group(0).split()[-1].lower() if match.group(0).split() else ""
         subject = subject_before(match)
         if subject is None:
@@ -728,6 +867,176 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             if len(old) == 1 and _objects(instead.group(1) + " .", atoms) == objects:
                 return "switch", _switch(subject, old[0], objects)
         return "uses", said
+    return None
+
+
+def _person(subject: str | None) -> TypeGuard[str]:
+    """The user, or what may be a person's name: one to three capitalised words."""
+    if subject == USER:
+        return True
+    words = subject.split() if subject else []
+    return 0 < len(words) <= 3 and all(w[0].isupper() and w.replace("-", "").replace("'", "").isalpha() for w in words)
+
+
+def _role(words: list[str]) -> str | None:
+    """The role that words name, as a predicate ("new manager" -> "manager", "main database",
+    "CI"), or None when they name no role memctl knows."""
+    words = [w for w in words if w.lower() not in _ROLE_MODIFIERS]
+    if not 1 <= len(words) <= 3 or not all(w.replace("-", "").replace("/", "").isalpha() for w in words):
+        return None
+    if words[-1].lower() not in _ROLES:
+        return None
+    return " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in words)
+
+
+def _owner(word: str, speaker: str) -> str | None:
+    """Who "my", "our" or "your" is: the user when the speaker says so of them, else nobody."""
+    word = word.lower()
+    if word == "our" or (word == "my" and speaker == "user") or (word == "your" and speaker == "assistant"):
+        return USER
+    return None
+
+
+def _holder(value_words: list[str], role: str, atoms: list[str]) -> str | None:
+    """The name that holds a role: a person's capitalised name for a person's role, else any name."""
+    value = _name(value_words, atoms, role="object")
+    if value is None or not _named(value_words):
+        return None
+    if role.split()[-1] in _PERSON_ROLES and not _person(value):
+        return None
+    return value
+
+
+def _job(tokens: list[str]) -> tuple[str, int] | None:
+    """(what someone works as, tokens it takes) at the start of ``tokens``: "senior backend engineer"."""
+    words, stop = _phrase(tokens, _OBJECT_STOP)
+    if not 1 <= len(words) <= 4 or not all(w.replace("-", "").isalpha() for w in words):
+        return None
+    if words[-1].lower() not in _OCCUPATIONS or any(w.lower() in _NOT_IN_NAME for w in words):
+        return None
+    return " ".join(w if w[0].isupper() and w.lower() not in _OCCUPATIONS else w.lower() for w in words), stop
+
+
+def _employer_after(tokens: list[str], subject: str, atoms: list[str]) -> list[_Said]:
+    """ "… at Acme" or "… for Acme" right after a job: where the subject works too."""
+    if len(tokens) > 1 and tokens[0].lower() in ("at", "for"):
+        employer = _objects(" ".join(tokens[1:]), atoms, named=True)
+        if len(employer) == 1 and employer[0].split()[-1].lower() not in _TEAM_WORDS:
+            return [_Said(subject, "works at", employer[0], "one")]
+    return []
+
+
+def _personal(sentence: str, atoms: list[str], speaker: str,
+              find: Callable[[re.Pattern[str]], Iterable[re.Match[str]]]) -> tuple[str, list[_Said]] | None:
+    """What a sentence says about people and teams: homes, employers, jobs, roles, hires,
+    names, origins, where things are hosted; and what a labelled item is built with."""
+    def subject_before(match: re.Match) -> str | None:
+        return _subject(sentence[:match.start()], atoms, speaker)
+
+    def one(rest: str) -> str | None:
+        found = _objects(rest, atoms, named=True)
+        return found[0] if len(found) == 1 and found[0].split()[-1].lower() not in _TEAM_WORDS else None
+
+    for match in find(_MOVED_HOME):
+        before = _tokens(sentence[:match.start()])
+        place = one(sentence[match.end():])
+        if before[-1:] == ["I"] and subject_before(match) == USER and place:
+            return "moved_home", [_Said(USER, "lives in", place, "one")]
+    for match in find(_LEFT_JOINED):
+        old, new = one(match.group("old") + " ."), one(sentence[match.end():])
+        subject = subject_before(match)
+        if _person(subject) and old and new:
+            return "changed_job", [_Said(subject, "works at", new, "one"), _Said(subject, "works at", old, "one", True)]
+    for match in find(_WORKS_AT):
+        subject = subject_before(match)
+        verb = (match.group("verb") or "").split()
+        if not _person(subject) or (verb[-1:] == ["work"] and subject != USER):
+            continue
+        rest = sentence[match.end():]
+        if employer := one(rest):
+            said = [_Said(subject, "works at", employer, "one")]
+            after = _tokens(rest)[len(_tokens(employer)):]
+            if after[:1] == ["as"] and (job := _job(after[2:] if after[1:2] in (["a"], ["an"]) else after[1:])):
+                said.append(_Said(subject, "works as", job[0], "one"))
+            return "works_at", said
+    for match in find(_WORKS_AS):
+        subject = subject_before(match)
+        tokens = _tokens(sentence[match.end():])
+        if _person(subject) and (job := _job(tokens)):
+            return "works_as", [_Said(subject, "works as", job[0], "one"), *_employer_after(tokens[job[1]:], subject, atoms)]
+    for match in find(_HIRED):
+        subject = subject_before(match)
+        tokens = _tokens(sentence[match.end():])
+        words, stop = _phrase(tokens, _OBJECT_STOP)
+        hired = _name(words, atoms, role="object") if words else None
+        if subject is None or hired is None or not _person(hired) or hired == USER:
+            continue
+        said = [_Said(subject, "hired", hired, "many")]
+        after = tokens[stop:]
+        if after[:1] == ["as"] and len(after) > 2 and (owner := _owner(after[1], speaker)):
+            role_words, _ = _phrase(after[2:], _OBJECT_STOP)
+            if role := _role(role_words):
+                said.append(_Said(owner, role, hired, "one"))
+        return "hired", said
+    for match in find(_IS):
+        # "my manager is Dana", "our main database is Postgres", "the experiment's integration branch is master"
+        segment = re.split(rf"[,;:{_DATE}]|\s[-—–]\s", sentence[:match.start()])[-1]
+        words = [w for w in _tokens(segment) if w.lower() not in _ARTICLES]
+        if "of" in words[1:4]:  # "the main branch of the experiment is master": the experiment's main branch
+            of = words.index("of")
+            words = [*words[of + 1:-1], words[-1] + "'s", *words[:of]] if of + 1 < len(words) else []
+        for at, word in enumerate(words[:3]):
+            owner = _owner(word, speaker) if word.lower() in _POSSESSIVES else (
+                _subject(" ".join(words[:at] + [word[:-2]]), atoms, speaker) if word.lower().endswith("'s") else None)
+            role = _role(words[at + 1:]) if owner else None
+            if owner and role:
+                value, _ = _phrase(_tokens(sentence[match.end():]), _OBJECT_STOP)
+                holder = _holder(value, role, atoms)
+                if holder is not None:
+                    return "role", [_Said(owner, role, holder, "one")]
+                break
+    for pattern in (_IS, _BECAME):
+        # "Dana is my manager", "Postgres is our database", "Priya became my mentor"
+        for match in find(pattern):
+            tokens = [w for w in _tokens(sentence[match.end():]) if w.lower() not in _ARTICLES]
+            if not tokens or tokens[0].lower() not in _POSSESSIVES or not (owner := _owner(tokens[0], speaker)):
+                continue
+            role_words, _ = _phrase(tokens[1:], _OBJECT_STOP)
+            holder_words = _tokens(_subject(sentence[:match.start()], atoms, speaker) or "")
+            if (role := _role(role_words)) and holder_words and (holder := _holder(holder_words, role, atoms)):
+                return "role", [_Said(owner, role, holder, "one")]
+    for match in find(_REPORTS_TO):
+        subject = subject_before(match)
+        value, _ = _phrase(_tokens(sentence[match.end():]), _OBJECT_STOP)
+        if _person(subject) and value and (manager := _holder(value, "manager", atoms)):
+            return "role", [_Said(subject, "manager", manager, "one")]
+    if speaker == "user" and (said_name := _MY_NAME.search(sentence)):
+        value, _ = _phrase(_tokens(sentence[said_name.end():]), _OBJECT_STOP)
+        if value and _person(name := _name(value, atoms, role="object")) and name != USER:
+            return "name", [_Said(USER, "name", name, "one")]
+    for match in find(_FROM):
+        # only the user's own origin: "Data is from Postgres" starts with a capital too
+        if subject_before(match) == USER and (place := one(sentence[match.end():])):
+            return "from", [_Said(USER, "from", place, "one")]
+    for match in find(_HOSTED):
+        subject = subject_before(match)
+        if subject is None or (match.group("verb") in ("host", "deploy") and subject != USER):
+            continue
+        if host := one(sentence[match.end():]):
+            return "hosted_on", [_Said(subject, "hosted on", host, "many")]
+    if labelled := _LABELLED.match(sentence):
+        # "cli.py - Click-based CLI interface", "tui.py - Interactive TUI built with Textual framework"
+        label = _name(_tokens(labelled.group("label")), atoms, role="subject")
+        rest = sentence[labelled.end():]
+        based, built = _BASED.search(rest), _BUILT_WITH.search(rest)
+        tool = _name([based.group("name")], atoms, role="object") if based else None
+        if built and tool is None:
+            words, _ = _phrase(_tokens(rest[built.end():]), _OBJECT_STOP)
+            while len(words) > 1 and words[-1].lower() in _GENERIC_TAIL:
+                words = words[:-1]
+            tool = _name(words, atoms, role="object") if words and _named(words) else None
+        if label and tool:
+            return "built_with", [_Said(label, "uses", tool, "many")]
     return None
 
 
@@ -786,28 +1095,49 @@ def extract_text(text: str, reference_time: str, extracted_at: str) -> list[Asse
     return found
 
 
+# a parenthetical aside: left out of its sentence ("switched from SSH (git@…) to HTTPS"), and
+# read as a sentence of its own when it is one ("(main branch of the experiment is `master`)")
+_ASIDE = re.compile(r"\s+\(([^()]*)\)")
+ASIDE_WORDS = 4
+# a contrast at the end says what the fact is not: "We use Neovim, not Vim."
+_CONTRAST = re.compile(rf",\s+not\s+(?:{_ATOM}\d+{_ATOM}|[\w.\-]+(?:\s+[\w.\-]+){{0,2}})\s*(?=[.!]?$)", re.I)
+
+
+# Every pattern above needs one of these words: a sentence without any is passed over before
+# its dates and names are looked at (most of a log's sentences, and most of the time).
+_TRIGGER = re.compile(
+    r"\b(?:us(?:e|es|ing)|switch\w*|migrat\w*|mov(?:e|ed|es|ing)|relocat\w*|replac\w*|dropped|ditched|abandoned|"
+    r"favou?r|stopped|quit|longer|prefer\w*|backed|powered|built|runs?|leads?|heads|manages|took|taken|"
+    r"liv(?:e|es|ed|ing)|based|now|work\w*|join\w*|started|left|became|reports?|hired|name|from|host\w*|deploy\w*|"
+    r"my|our|your)\b|'s\b|-based\b|(?:\b(?:is|am|been|as)|'m)\s+an?\b|\bof\b.*\bis\b", re.I)
+
+
 def _matches(text: str, reference: datetime) -> Iterator[tuple[str, str, str, list[_Said], Stated | None]]:
     """(speaker, fact sentence, pattern, what it says, its date) for every sentence that says something."""
-    for speaker, raw in sentences(text):
-        if len(raw) > MAX_SENTENCE or raw.endswith("?"):
+    for speaker, raw in sentences(text, _TRIGGER):
+        if len(raw) > MAX_SENTENCE or raw.endswith("?") or not _TRIGGER.search(raw):
             continue
-        coded, atoms = _prepare(raw)
-        try:
-            date = stated_date(coded, reference)
-        except _NoDate:
-            continue
-        if date is not None:
-            coded = f"{coded[:date.start]} {_DATE} {coded[date.end:]}"
-        # parenthetical asides: "switched from SSH (git@…) to HTTPS"
-        coded = re.sub(r"\s+\([^()]*\)", "", coded)
-        coded = re.sub(r"\s+", " ", coded).strip()
-        found = _read(coded, atoms, speaker)
-        if found is None and (first := _CLAUSE_BREAK.split(coded, maxsplit=1)[0]) != coded:
-            # "Felix runs the platform team, so the summary should go to them": a hedge in
-            # a later clause does not reach back into the first, nor does its date
-            found = _read(first, atoms, speaker)
-            date = date if date is None or _DATE in first else None
-        if found:
-            kind, said = found
-            yield speaker, _INLINE_CODE.sub(r"\1", raw), kind, said, date
+        asides = [aside for aside in _ASIDE.findall(raw) if len(aside.split()) >= ASIDE_WORDS]
+        for part in (raw, *asides):
+            if (read := _read_sentence(part, speaker, reference)) is not None:
+                kind, said, date = read
+                yield speaker, _INLINE_CODE.sub(r"\1", part), kind, said, date
 
+
+def _read_sentence(raw: str, speaker: str, reference: datetime) -> tuple[str, list[_Said], Stated | None] | None:
+    """What one sentence says (pattern, assertions, date), or None."""
+    coded, atoms = _prepare(raw)
+    try:
+        date = stated_date(coded, reference)
+    except _NoDate:
+        return None
+    if date is not None:
+        coded = f"{coded[:date.start]} {_DATE} {coded[date.end:]}"
+    coded = _CONTRAST.sub("", re.sub(r"\s+", " ", _ASIDE.sub("", coded)).strip())
+    found = _read(coded, atoms, speaker)
+    if found is None and (first := _CLAUSE_BREAK.split(coded, maxsplit=1)[0]) != coded:
+        # "Felix runs the platform team, so the summary should go to them": a hedge in
+        # a later clause does not reach back into the first, nor does its date
+        found = _read(first, atoms, speaker)
+        date = date if date is None or _DATE in first else None
+    return None if found is None else (*found, date)
