@@ -22,7 +22,11 @@ sentence                                assertions
 "X dropped A in favour of B"            the same
 "X now uses A instead of B"             the same ("now" makes it a change; without it, only A)
 "`file.js` - Now uses Y" (a list item   (file.js, uses, Y): a label that is a link or `code` names
-labelled with a file or identifier)     the subject; a bold word ("**Fast**: uses …") does not
+labelled with a file or identifier)     the subject; a bold word ("**Fast**: uses …") does not; a
+                                        nested item "Uses Y" under such an item is read with it
+"cli.py - Click-based CLI", "tui.py -   (cli.py, uses, Click), (tui.py, uses, Textual): a labelled
+TUI built with Textual framework"       item built on a name ("framework", "library" dropped)
+"X is built with/on Y"                  (X, uses, Y) (Y must be a name)
 "X is now Y"                            (X, is, Y), cardinality one (Y must be a name: capitalised,
                                         a number or `code`)
 "X no longer uses Y", "X stopped using  a retraction of (X, uses, Y): no valid_at, invalid_at =
@@ -33,7 +37,28 @@ anymore"
 "P runs/leads/heads/manages the T team" (T team, led by, P), cardinality one (P a name; T ends in
 "P took over the T team (from Q)"       team, group, squad, org, department, division or unit)
 "P lives in C", "P is based in C",      (P, lives in, C), cardinality one (P a name or the user, C a
-"I live in C"                           name)
+"I live in C", "I've lived in C"        name)
+"I moved/relocated (from A) to C"       (user, lives in, C) from the date: only "I", only a
+                                        capitalised place ("I moved to the platform team" gives nothing)
+"I work at/for O", "P works for O",     (P, works at, O), cardinality one (O capitalised; a team is
+"I've worked at O", "I started at O",   no employer). A bare "I joined Slack" may be an app or a
+"I joined O as a J"                     channel: only "joined O as a J" is read
+"I left A and joined B"                 (user, works at, B) from the date, and (user, works at, A) ends
+"I no longer work at O", "I don't work  (P, works at, O) ends
+at O anymore"
+"I'm a J", "I work as a J", "I became   (P, works as, J), cardinality one; J ends in an occupation
+a J", "I've been a J", "P is a J"       ("nurse", "senior backend engineer"); "at O" adds works at
+"my R is N", "N is my R", "our R is     (owner, R, N), cardinality one: R a role ("manager", "tech
+N", "the R of X is N", "X's R is N",    lead", "main database", "CI", "integration branch"); "my"
+"N became my R", "I report to N"        is the user's in their turn, "our" the user's team; a
+                                        person's role needs a person's name; "I report to N" is
+                                        (user, manager, N)
+"we hired N (as our new R)"             (user, hired, N), cardinality many (N a person's name; "A and
+                                        B" two); with "as our R", (user, R, N) too
+"my name is N"                          (user, name, N), cardinality one
+"I'm from C", "I come from C"           (user, from, C), cardinality one (only the user)
+"we host on H", "X is hosted/deployed   (X, hosted on, H), cardinality many ("I have … and host on
+on H"                                   Vercel": the first clause's "I")
 ======================================  ==========================================================
 
 Who "I", "we" and "you" are: in the user's turn, "I", "we", "our team" and "my team" are
@@ -51,8 +76,8 @@ reference time drops the sentence:
 phrase                                             evidence    precision  resolves to
 =================================================  ==========  =========  ==================
 "on 20 June 2022", "June 20, 2022", "2022-06-20"   text        day        that day, 00:00 UTC
-"in March 2023"                                    text        month      2023-03-01
-"in 2021"                                          text        year       2021-01-01
+"in March 2023", "since March 2023"                text        month      2023-03-01
+"in 2021", "since 2021"                            text        year       2021-01-01
 "on 20 June", "on June 20" (no year)               relative    day        latest such day ≤ reference
 "in March"                                         relative    month      latest March ≤ reference month
 "today" / "yesterday"                              relative    day        reference day / day before
@@ -66,21 +91,31 @@ Days are UTC days. ``date_span`` holds the words that carry the date ("on 20 Jun
 "in March", "2 years ago"), as written in the sentence.
 
 Never read: code blocks (``` and ~~~ fences, indented code), tables, lines that look like
-code, paths, logs, diffs or markup; questions; sentences with hedges or modals ("could",
-"should", "if", "maybe", "let's", "plan", "want", "I think", …); negated sentences (except
-the retraction patterns themselves); sentences over 300 characters. A sentence whose hedge
-is in a later clause (after ", so", ", but", ", and" or ";") is read up to that clause:
-"Felix runs the data team, so the summary should go to him" says who leads the team.
+code, paths, logs, diffs or markup; quoted lines ("> …": someone else's words, a tool's
+output); questions; sentences with hedges or modals ("could", "should", "if", "maybe",
+"let's", "plan", "want", "I think", …); negated sentences (except the retraction patterns
+themselves, and a closing contrast: "We use Neovim, not Vim" is read as "We use Neovim");
+sentences over 300 characters. A sentence whose hedge is in a later clause (after ", so",
+", but", ", and" or ";") is read up to that clause: "Felix runs the data team, so the
+summary should go to him" says who leads the team. A parenthetical aside is left out of
+its sentence and, when it has four words or more, read as a sentence of its own.
+
+Most sentences say none of this: each pattern names the words it cannot match without
+(``_NEEDS``), and a sentence, or a whole paragraph, without any of them (``_worth_reading``)
+is passed over before its dates and names are looked at.
 
 Names are short noun phrases: articles and markdown stripped, inline `code` kept as its
 text, at most five words, no pronouns, quantifiers ("everyone"), clauses ("to …", "that
 …", "working remotely"), lists ("A, B and C"; "A and B" gives two objects) or generic
-words ("the code", "the new structure", "support", "dark mode", "the main branch"). A plain
-noun with plural "use" ("teams use Slack") is a generalisation and gives nothing. "moved"
-and "replaced" need names on both sides (capitalised, a number or `code`: "moved the logo
-from the header to the footer" is no tool change), "I moved from Oslo to Bergen" is a home
-and gives nothing, and an object with a time word ("from Monday to Tuesday") is a
-reschedule.
+words ("the code", "the new structure", "support", "dark mode", "the main branch"). Code
+identifiers are not names ("_preprocess_content_node", "self._store", "applyFilters()",
+"getUserMedia"; a file name such as "recorder.js" is), nor is a quoted phrase that is not
+capitalised ('"Outside diff range comments" uses …'), nor a part of something described
+("BeautifulSoup's blockquote content"). A plain noun with plural "use" ("teams use Slack")
+is a generalisation and gives nothing. "moved" and "replaced" need names on both sides
+(capitalised, a number or `code`: "moved the logo from the header to the footer" is no
+tool change), "I moved from Oslo to Bergen" is a home, and an object with a time word
+("from Monday to Tuesday") is a reschedule.
 """
 
 from __future__ import annotations
@@ -239,12 +274,12 @@ def _clean_markdown(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def sentences(text: str, wanted: re.Pattern[str] | None = None) -> Iterator[tuple[str, str]]:
+def sentences(text: str, wanted: Callable[[str], bool] | None = None) -> Iterator[tuple[str, str]]:
     """(speaker, sentence) for every prose sentence of an episode's text, in order; with
-    ``wanted``, only those of the paragraphs it finds something in."""
+    ``wanted``, only those of the paragraphs it wants."""
     for speaker, part in _speakers(text):
         for paragraph in _paragraphs(part):
-            if wanted is not None and not wanted.search(paragraph):
+            if wanted is not None and not wanted(paragraph):
                 continue
             # a list item labelled with a linked file keeps the label as a name: "[a.js](…) - Uses X"
             paragraph = _clean_markdown(_LINK_LABEL.sub(r"`\1`", paragraph))
@@ -663,10 +698,11 @@ _PERSON_ROLES = _OCCUPATIONS | frozenset(
     "son daughter brother sister mother father mom mum dad".split())
 # "I moved to Lisbon", "I've relocated from Oslo to Bergen": a home
 _MOVED_HOME = re.compile(rf"{_HAVE}\s*{_ADV}(?:moved|relocated)\s+(?:back\s+)?(?:from\s+(?P<old>.+?)\s+)?to\s+", re.I)
-# where someone works: "I work at Acme", "Dana has worked for Globex", "I joined Initech", "I started at Hooli"
+# where someone works: "I work at Acme", "Dana has worked for Globex", "I started at Hooli", "I joined
+# Initech as a designer" (a bare "I joined Slack" may be an app or a channel: not read)
 _WORKS_AT = re.compile(rf"(?P<verb>\s+{_ADV}(?:works|work)|{_BE}{_ADV}working|(?:'ve|\s+have|\s+has)\s+{_ADV}"
-                       rf"(?:been\s+)?(?:worked|working))\s+(?:at|for)\s+|{_HAVE}\s*{_ADV}(?:joined|started\s+at)\s+",
-                       re.I)
+                       rf"(?:been\s+)?(?:worked|working))\s+(?:at|for)\s+|{_HAVE}\s*{_ADV}(?:(?P<joined>joined)|"
+                       r"started\s+at)\s+", re.I)
 _LEFT_JOINED = re.compile(rf"{_HAVE}\s*{_ADV}left\s+(?P<old>.+?)\s+(?:and|to)\s+(?:joined|join)\s+", re.I)
 _WORK_RETRACT = re.compile(rf"(?:\s+no\s+longer|\s+(?:do\s+not|does\s+not|don't|doesn't))\s+{_ADV}(?:work|works)"
                            r"\s+(?:at|for)\s+", re.I)
@@ -897,14 +933,17 @@ def _owner(word: str, speaker: str) -> str | None:
     return None
 
 
-def _holder(value_words: list[str], role: str, atoms: list[str]) -> str | None:
-    """The name that holds a role: a person's capitalised name for a person's role, else any name."""
-    value = _name(value_words, atoms, role="object")
-    if value is None or not _named(value_words):
-        return None
-    if role.split()[-1] in _PERSON_ROLES and not _person(value):
+def _holder(value: str | None, role: str) -> str | None:
+    """``value`` (a name) if it may hold the role: a person's name for a person's role, else any name."""
+    if value is None or value == USER or (role.split()[-1] in _PERSON_ROLES and not _person(value)):
         return None
     return value
+
+
+def _only(rest: str, atoms: list[str]) -> str | None:
+    """The one name right after a verb ("Postgres 16"), or None: none, or a list ("Python and Go")."""
+    found = _objects(rest, atoms, named=True)
+    return found[0] if len(found) == 1 else None
 
 
 def _job(tokens: list[str]) -> tuple[str, int] | None:
@@ -934,8 +973,9 @@ def _personal(sentence: str, atoms: list[str], speaker: str,
         return _subject(sentence[:match.start()], atoms, speaker)
 
     def one(rest: str) -> str | None:
-        found = _objects(rest, atoms, named=True)
-        return found[0] if len(found) == 1 and found[0].split()[-1].lower() not in _TEAM_WORDS else None
+        """The one place or organisation named next, capitalised ("9am" and a team are neither)."""
+        found = _only(rest, atoms)
+        return found if found and found[0].isupper() and found.split()[-1].lower() not in _TEAM_WORDS else None
 
     for match in find(_MOVED_HOME):
         before = _tokens(sentence[:match.start()])
@@ -958,6 +998,8 @@ def _personal(sentence: str, atoms: list[str], speaker: str,
             after = _tokens(rest)[len(_tokens(employer)):]
             if after[:1] == ["as"] and (job := _job(after[2:] if after[1:2] in (["a"], ["an"]) else after[1:])):
                 said.append(_Said(subject, "works as", job[0], "one"))
+            elif match.group("joined"):
+                continue
             return "works_at", said
     for match in find(_WORKS_AS):
         subject = subject_before(match)
@@ -966,17 +1008,17 @@ def _personal(sentence: str, atoms: list[str], speaker: str,
             return "works_as", [_Said(subject, "works as", job[0], "one"), *_employer_after(tokens[job[1]:], subject, atoms)]
     for match in find(_HIRED):
         subject = subject_before(match)
-        tokens = _tokens(sentence[match.end():])
-        words, stop = _phrase(tokens, _OBJECT_STOP)
-        hired = _name(words, atoms, role="object") if words else None
-        if subject is None or hired is None or not _person(hired) or hired == USER:
+        rest = sentence[match.end():]
+        hired = [name for name in _objects(rest, atoms, named=True) if _person(name) and name != USER]
+        if subject is None or not hired:
             continue
-        said = [_Said(subject, "hired", hired, "many")]
-        after = tokens[stop:]
-        if after[:1] == ["as"] and len(after) > 2 and (owner := _owner(after[1], speaker)):
-            role_words, _ = _phrase(after[2:], _OBJECT_STOP)
+        said = [_Said(subject, "hired", name, "many") for name in hired]
+        # "we hired Aisha as our new designer": the team's designer too
+        role_after = re.match(r"\s*\S+(?:\s+\S+){0,2}?\s+as\s+(\w+)\s+(.*)$", rest) if len(hired) == 1 else None
+        if role_after and (owner := _owner(role_after.group(1), speaker)):
+            role_words, _ = _phrase(_tokens(role_after.group(2)), _OBJECT_STOP)
             if role := _role(role_words):
-                said.append(_Said(owner, role, hired, "one"))
+                said.append(_Said(owner, role, hired[0], "one"))
         return "hired", said
     for match in find(_IS):
         # "my manager is Dana", "our main database is Postgres", "the experiment's integration branch is master"
@@ -990,9 +1032,7 @@ def _personal(sentence: str, atoms: list[str], speaker: str,
                 _subject(" ".join(words[:at] + [word[:-2]]), atoms, speaker) if word.lower().endswith("'s") else None)
             role = _role(words[at + 1:]) if owner else None
             if owner and role:
-                value, _ = _phrase(_tokens(sentence[match.end():]), _OBJECT_STOP)
-                holder = _holder(value, role, atoms)
-                if holder is not None:
+                if holder := _holder(_only(sentence[match.end():], atoms), role):
                     return "role", [_Said(owner, role, holder, "one")]
                 break
     for pattern in (_IS, _BECAME):
@@ -1001,19 +1041,21 @@ def _personal(sentence: str, atoms: list[str], speaker: str,
             tokens = [w for w in _tokens(sentence[match.end():]) if w.lower() not in _ARTICLES]
             if not tokens or tokens[0].lower() not in _POSSESSIVES or not (owner := _owner(tokens[0], speaker)):
                 continue
-            role_words, _ = _phrase(tokens[1:], _OBJECT_STOP)
-            holder_words = _tokens(_subject(sentence[:match.start()], atoms, speaker) or "")
-            if (role := _role(role_words)) and holder_words and (holder := _holder(holder_words, role, atoms)):
+            role_words, stop = _phrase(tokens[1:], _OBJECT_STOP)
+            if (role := _role(role_words)) is None or tokens[stop + 1:stop + 2] in (["and"], ["or"]):
+                continue  # no role; "Dana is my manager and mentor"
+            prefix = sentence[:match.start()]
+            if not _named(_tokens(re.split(rf"[,;:{_DATE}]|\s[-—–]\s", prefix)[-1])):
+                continue  # "the team is our priority": a description, not a name
+            if holder := _holder(_subject(prefix, atoms, speaker), role):
                 return "role", [_Said(owner, role, holder, "one")]
     for match in find(_REPORTS_TO):
         subject = subject_before(match)
-        value, _ = _phrase(_tokens(sentence[match.end():]), _OBJECT_STOP)
-        if _person(subject) and value and (manager := _holder(value, "manager", atoms)):
+        if _person(subject) and (manager := _holder(_only(sentence[match.end():], atoms), "manager")):
             return "role", [_Said(subject, "manager", manager, "one")]
     if speaker == "user" and (said_name := _MY_NAME.search(sentence)):
-        value, _ = _phrase(_tokens(sentence[said_name.end():]), _OBJECT_STOP)
-        if value and _person(name := _name(value, atoms, role="object")) and name != USER:
-            return "name", [_Said(USER, "name", name, "one")]
+        if name := _holder(_only(sentence[said_name.end():], atoms), "partner"):
+            return "name", [_Said(USER, "name", name, "one")]  # a person's name, as a partner's is
     for match in find(_FROM):
         # only the user's own origin: "Data is from Postgres" starts with a capital too
         if subject_before(match) == USER and (place := one(sentence[match.end():])):
@@ -1103,19 +1145,24 @@ ASIDE_WORDS = 4
 _CONTRAST = re.compile(rf",\s+not\s+(?:{_ATOM}\d+{_ATOM}|[\w.\-]+(?:\s+[\w.\-]+){{0,2}})\s*(?=[.!]?$)", re.I)
 
 
-# Every pattern above needs one of these words: a sentence without any is passed over before
-# its dates and names are looked at (most of a log's sentences, and most of the time).
-_TRIGGER = re.compile(
-    r"\b(?:us(?:e|es|ing)|switch\w*|migrat\w*|mov(?:e|ed|es|ing)|relocat\w*|replac\w*|dropped|ditched|abandoned|"
-    r"favou?r|stopped|quit|longer|prefer\w*|backed|powered|built|runs?|leads?|heads|manages|took|taken|"
-    r"liv(?:e|es|ed|ing)|based|now|work\w*|join\w*|started|left|became|reports?|hired|name|from|host\w*|deploy\w*|"
-    r"my|our|your)\b|'s\b|-based\b|(?:\b(?:is|am|been|as)|'m)\s+an?\b|\bof\b.*\bis\b", re.I)
+# A pattern's own words (``_NEEDS``), and the pairs the roles and jobs are said with ("is" and
+# "my"/"our"/"'s"/"of"; "is" and "a"): a sentence, or a whole paragraph, without any is passed
+# over before its dates and names are looked at (most of a log's sentences, and most of the time).
+_CUES = frozenset().union(*_NEEDS.values(), {"name"}) - {"is", "s", "m", "re", "are", "am", "a", "an"}
+_TO_BE = frozenset({"is", "s", "m", "re", "are", "am", "been", "became", "as"})
+_OWNED = frozenset({"my", "our", "your", "s", "of", "a", "an"})
+
+
+def _worth_reading(text: str) -> bool:
+    """Whether ``text`` has a word some pattern needs: cheap, and never false when one may match."""
+    words = set(_LOWER_WORDS.findall(text.lower()))
+    return bool(words & _CUES or (words & _TO_BE and words & _OWNED)) or "-based" in text
 
 
 def _matches(text: str, reference: datetime) -> Iterator[tuple[str, str, str, list[_Said], Stated | None]]:
     """(speaker, fact sentence, pattern, what it says, its date) for every sentence that says something."""
-    for speaker, raw in sentences(text, _TRIGGER):
-        if len(raw) > MAX_SENTENCE or raw.endswith("?") or not _TRIGGER.search(raw):
+    for speaker, raw in sentences(text, _worth_reading):
+        if len(raw) > MAX_SENTENCE or raw.endswith("?") or not _worth_reading(raw):
             continue
         asides = [aside for aside in _ASIDE.findall(raw) if len(aside.split()) >= ASIDE_WORDS]
         for part in (raw, *asides):
