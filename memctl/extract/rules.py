@@ -639,16 +639,18 @@ _ADV = r"(?:(?:now|currently|also|still|already|actually|mostly|mainly|primarily
        r"generally|definitely|strongly|even)\s+)*"
 _HAVE = r"(?:(?:\s+(?:have|has|had)|'ve|'s|'d)\s+)?"
 _BE = r"(?:\s+(?:is|are|am)|'re|'m|'s)\s+"
+_PERFECT = rf"(?:'ve|\s+have|\s+has)\s+{_ADV}"  # "I've …", "Dana has …"
+_DONT = r"(?:do\s+not|does\s+not|don't|doesn't)"
 _MOVE = r"(?P<verb>switched|moved|migrated|(?:finished|completed|done)\s+(?:migrating|moving|switching))(?:\s+over)?"
 
 _ANYMORE = r"(?=.*\b(?:any\s?more|any\s+longer)\b)"
 _RETRACT = [
     re.compile(rf"(?:{_BE})?\s*no\s+longer\s+{_ADV}(?:uses|use|using)\s+", re.I),
-    re.compile(rf"(?:\s+(?:do|does)\s+not|\s+(?:don't|doesn't))\s+{_ADV}use\s+{_ANYMORE}", re.I),
+    re.compile(rf"\s+{_DONT}\s+{_ADV}use\s+{_ANYMORE}", re.I),
     re.compile(rf"{_HAVE}\s*{_ADV}(?:stopped|quit)\s+using\s+", re.I),
     re.compile(rf"{_HAVE}\s*{_ADV}(?P<drop>dropped|ditched)\s+", re.I),
 ]
-_RETRACT_NEGATION = re.compile(rf"\bno\s+longer\b|\b(?:do\s+not|does\s+not|don't|doesn't)\b{_ANYMORE}", re.I)
+_RETRACT_NEGATION = re.compile(rf"\bno\s+longer\b|\b{_DONT}\b{_ANYMORE}", re.I)
 _SWITCH_FROM = re.compile(rf"(?P<passive>(?:\s+(?:was|were)|\s+(?:has|have)\s+been|'s\s+been)\s+)?{_HAVE}\s*{_ADV}{_MOVE}"
                           rf"(?P<thing>(?:\s+(?!from\b)\S+){{0,6}}?)\s+from\s+", re.I)
 _SWITCH_TO = re.compile(rf"{_HAVE}\s*{_ADV}(?P<verb>switched|migrated)(?:\s+over)?\s+to\s+", re.I)
@@ -664,7 +666,7 @@ _BACKED = re.compile(rf"(?:{_BE}{_ADV}(?:(?:backed|powered)\s+by|built\s+(?:with
 _LEADS = re.compile(rf"\s+{_ADV}(?:runs|leads|heads|manages|took\s+over|has\s+taken\s+over)\s+", re.I)
 _TEAM_WORDS = {"team", "group", "squad", "org", "organisation", "organization", "department", "division", "unit"}
 # where someone lives: "Priya lives in Berlin", "Dana is based in Toronto"
-_LIVES = re.compile(rf"(?P<verb>\s+{_ADV}(?:lives|live)|{_BE}{_ADV}(?:living|based)|(?:'ve|\s+have|\s+has)\s+{_ADV}"
+_LIVES = re.compile(rf"(?P<verb>\s+{_ADV}(?:lives|live)|{_BE}{_ADV}(?:living|based)|{_PERFECT}"
                     r"(?:been\s+)?(?:living|lived|based))\s+in\s+", re.I)
 _IS_NOW = re.compile(r"(?:\s+is|'s)\s+now\s+", re.I)
 _PREFERS = re.compile(rf"\s+{_ADV}(?:prefers|prefer)\s+", re.I)
@@ -685,29 +687,27 @@ _OCCUPATIONS = frozenset(
     "veterinarian vet nanny caregiver carer cleaner driver salesperson marketer economist statistician "
     "mathematician physicist chemist biologist geologist copywriter strategist coach trainer".split())
 # What "my X", "our X", "the team's X" may be, naming someone or something by its role:
-# "my manager is Dana", "Postgres is our database", "our CI is GitHub Actions".
-_ROLES = _OCCUPATIONS | frozenset(
+# "my manager is Dana", "Postgres is our database", "our CI is GitHub Actions". A person's
+# role is held by a person's name.
+_PERSON_ROLES = _OCCUPATIONS | frozenset(
     "boss lead supervisor mentor mentee manager landlord partner wife husband girlfriend boyfriend fiance fiancee "
-    "son daughter brother sister mother father mom mum dad doctor dentist "
+    "son daughter brother sister mother father mom mum dad".split())
+_ROLES = _PERSON_ROLES | frozenset(
     "database datastore db cache queue broker ci cd cloud provider host hosting cdn registrar backend frontend "
     "framework language stack orm editor ide os shell terminal bundler linter formatter runner tracker "
     "monitoring vcs branch repo repository email bank employer team".split())
 _ROLE_MODIFIERS = {"new", "current"}  # dropped: "my new manager" is my manager, from now on
-_PERSON_ROLES = _OCCUPATIONS | frozenset(
-    "boss lead supervisor mentor mentee manager landlord partner wife husband girlfriend boyfriend fiance fiancee "
-    "son daughter brother sister mother father mom mum dad".split())
 # "I moved to Lisbon", "I've relocated from Oslo to Bergen": a home
 _MOVED_HOME = re.compile(rf"{_HAVE}\s*{_ADV}(?:moved|relocated)\s+(?:back\s+)?(?:from\s+(?P<old>.+?)\s+)?to\s+", re.I)
 # where someone works: "I work at Acme", "Dana has worked for Globex", "I started at Hooli", "I joined
 # Initech as a designer" (a bare "I joined Slack" may be an app or a channel: not read)
-_WORKS_AT = re.compile(rf"(?P<verb>\s+{_ADV}(?:works|work)|{_BE}{_ADV}working|(?:'ve|\s+have|\s+has)\s+{_ADV}"
+_WORKS_AT = re.compile(rf"(?P<verb>\s+{_ADV}(?:works|work)|{_BE}{_ADV}working|{_PERFECT}"
                        rf"(?:been\s+)?(?:worked|working))\s+(?:at|for)\s+|{_HAVE}\s*{_ADV}(?:(?P<joined>joined)|"
                        r"started\s+at)\s+", re.I)
 _LEFT_JOINED = re.compile(rf"{_HAVE}\s*{_ADV}left\s+(?P<old>.+?)\s+(?:and|to)\s+(?:joined|join)\s+", re.I)
-_WORK_RETRACT = re.compile(rf"(?:\s+no\s+longer|\s+(?:do\s+not|does\s+not|don't|doesn't))\s+{_ADV}(?:work|works)"
-                           r"\s+(?:at|for)\s+", re.I)
+_WORK_RETRACT = re.compile(rf"\s+(?:no\s+longer|{_DONT})\s+{_ADV}(?:work|works)\s+(?:at|for)\s+", re.I)
 # what someone works as: "I'm a nurse", "I work as a designer", "I became a teacher", "I've been a chef"
-_WORKS_AS = re.compile(rf"(?:{_BE}{_ADV}|\s+{_ADV}(?:works|work)\s+as\s+|(?:'ve|\s+have|\s+has)\s+{_ADV}been\s+|"
+_WORKS_AS = re.compile(rf"(?:{_BE}{_ADV}|\s+{_ADV}(?:works|work)\s+as\s+|{_PERFECT}been\s+|"
                        rf"\s+{_ADV}became\s+)an?\s+", re.I)
 _REPORTS_TO = re.compile(rf"\s+{_ADV}(?:report|reports)\s+(?:directly\s+)?to\s+", re.I)
 _BECAME = re.compile(rf"\s+{_ADV}became\s+", re.I)

@@ -1,8 +1,6 @@
 """A generated conversation corpus for the rules extractor, with its truth known by construction.
 
-    python scripts/rules_eval/corpus.py OUT_DIR [--seed 0] [--sessions 240]   # the logs and OUT_DIR/truth.jsonl
-
-Claude Code sessions (written by ``retrieval.corpus.write_session``) in which a person
+``write_corpus(root, seed, sessions)`` writes sessions (written by ``retrieval.corpus.write_session``) in which a person
 says things about themselves and their team, the way people do in a chat: where they
 live and moved, where they work and as what, who their manager is, whom the team hired,
 what the team's database or CI is, their name, where they are from, and the same about
@@ -19,20 +17,14 @@ Every choice comes from one seeded ``random.Random``: the same seed writes the s
 
 from __future__ import annotations
 
-import argparse
 import calendar
-import json
 import random
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: retrieval
-
-from retrieval import corpus as sessions
+from retrieval import corpus as sessions  # scripts/ is on the path: bench.py's folder, or evaluate.py's parent
 
 ORGS = ["Acme Corp", "Globex", "Initech", "Umbrella Health", "Hooli", "Cyberdyne", "Wayne Enterprises", "Soylent",
         "Vandelay Industries", "Massive Dynamic"]
@@ -247,18 +239,3 @@ def write_corpus(root: Path, seed: int = 0, sessions_count: int = 240) -> list[d
                           "facts": [fact.row(mark.at) for fact in s.facts]})
     return truth
 
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sessions", type=int, default=240)
-    args = parser.parse_args()
-    truth = write_corpus(args.out, args.seed, args.sessions)
-    with open(args.out / "truth.jsonl", "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(row) + "\n" for row in truth)
-    print(f"{args.sessions} sessions, {sum(len(row['facts']) for row in truth)} facts in {args.out}")
-
-
-if __name__ == "__main__":
-    main()
