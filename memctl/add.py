@@ -63,7 +63,8 @@ def add_memory(db: Database, clock: Clock, content: str, *, reference_time: str 
                          reference_time=episode.reference_time, reference_time_source=episode.reference_time_source,
                          extraction=episode.extraction, extraction_error=episode.extraction_error,
                          extractor=report.extractor, already_present=False, guard_changes=report.guard_changes,
-                         redactions=episode.redactions, llm_unavailable=report.llm_unavailable)
+                         redactions=episode.redactions, llm_unavailable=report.llm_unavailable,
+                         dropped=[line.removeprefix(f"{episode.id}: ") for line in report.dropped])
     command = {"add_memory": {"source": episode.source, "reference_time": reference_time}, "extractor": result.extractor}
     with write_transaction(db):
         at = transaction_time(db, clock)

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from memctl import names
 
 Evidence = Literal["text", "relative", "reference", "explicit", "repair"]
-Precision = Literal["instant", "day", "month", "year"]
+Precision = Literal["instant", "day", "month", "quarter", "year"]
 Cardinality = Literal["one", "many"]
 
 
@@ -61,6 +61,16 @@ class Assertion(BaseModel):
         if self.valid_at is not None and self.invalid_at is not None and self.invalid_at <= self.valid_at:
             raise ValueError(f"invalid_at {self.invalid_at} is not after valid_at {self.valid_at}")
         return self
+
+
+def validation_messages(error: ValidationError) -> list[str]:
+    """One line per problem pydantic found, led by where it is ("valid_at: ...")."""
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {message}" if where else message)
+    return lines
 
 
 def content_hash(text: str) -> str:

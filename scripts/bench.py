@@ -2,7 +2,7 @@
 
     python scripts/bench.py [--assertions 100000] [--entities 10000] [--seed 0] [--db PATH]
     python scripts/bench.py --parse [--parse-mb 200]     # parsing only: MB/s and peak memory
-    python scripts/bench.py --extract                    # LLM extraction against a local fake server
+    python scripts/bench.py --extract [--extract-quality-episodes 400]  # the LLM path against a local fake server
     python scripts/bench.py --repair                     # repair over 1M assertions, 100k damaged
     python scripts/bench.py --retrieval [--speed-n 100000]  # recall@10 vs bare FTS5, and recall speed
     python scripts/bench.py --vectors [--vector-episodes 50000] [--dimensions 256]  # needs memctl[embeddings]
@@ -190,8 +190,15 @@ def parse_benchmark(total_mb: int) -> dict:
             "parse_targets": {"mb_per_s_min": 20, "peak_rss": "independent of file size"}}
 
 
-def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float = 0.3) -> dict:
-    """The LLM extractor against the local fake server with ``latency`` s per call."""
+def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float = 0.3,
+                      quality_episodes: int = 400, seed: int = 0) -> dict:
+    """The LLM path against the local fake server: speed, then what a lying model leaves."""
+    return {**extract_speed(episodes, concurrency, latency),
+            **extract_quality(quality_episodes, concurrency, seed)}
+
+
+def extract_speed(episodes: int, concurrency: int, latency: float) -> dict:
+    """The LLM extractor alone against the fake server with ``latency`` s per call."""
     from memctl.extract import Request
     from memctl.extract.llm import LLMExtractor, make_client
     from tests.fake_llm import API_KEY, FakeOpenAIServer
@@ -211,13 +218,135 @@ def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float =
         first = [result for _, result in extractor.extract(requests)]
         seconds = time.perf_counter() - began
         rerun = [result for _, result in extractor.extract(requests)]
-    ideal = concurrency / latency
+    ideal = concurrency / latency if latency else None  # no latency: no ideal to compare with
     return {"extract_episodes": episodes, "extract_concurrency": concurrency, "extract_latency_s": latency,
             "calls_per_episode": round(sum(r.calls for r in first) / episodes, 3),
-            "episodes_per_s": round(episodes / seconds, 2), "ideal_episodes_per_s": round(ideal, 2),
-            "share_of_ideal": round(episodes / seconds / ideal, 3),
+            "episodes_per_s": round(episodes / seconds, 2), "ideal_episodes_per_s": ideal and round(ideal, 2),
+            "share_of_ideal": ideal and round(episodes / seconds / ideal, 3),
             "cached_rerun_calls": sum(r.calls for r in rerun),
             "extract_targets": {"calls_per_episode_max": 1.05, "share_of_ideal_min": 0.9, "cached_rerun_calls": 0}}
+
+
+# Where the generated sentences get their dates: (kind, chance). "plan" is a start after
+# the episode, stated ("from October 2025", said in May 2025).
+DATE_KINDS = (("none", 0.30), ("day", 0.12), ("month", 0.12), ("quarter", 0.08), ("year", 0.08),
+              ("early year", 0.06), ("plan", 0.08), ("end", 0.08), ("both", 0.08))
+OBJECTS = ("Postgres", "Redis", "Kafka", "Oslo", "Berlin", "Lima", "Engineer", "Designer", "Neovim", "Rust")
+
+
+def _period(kind: str, when: datetime) -> tuple[str, str, str]:
+    """(words, first day in storage form, precision) of a date of ``kind`` around ``when``."""
+    if kind == "day":
+        first = datetime(when.year, when.month, when.day, tzinfo=UTC)
+        return f"{when.day} {when:%B %Y}", to_storage(first), "day"
+    if kind == "month":
+        return f"{when:%B %Y}", to_storage(datetime(when.year, when.month, 1, tzinfo=UTC)), "month"
+    if kind == "quarter":
+        quarter = (when.month - 1) // 3 + 1
+        return f"Q{quarter} {when.year}", to_storage(datetime(when.year, 3 * quarter - 2, 1, tzinfo=UTC)), "quarter"
+    words = f"early {when.year}" if kind == "early year" else f"{when.year}"
+    return words, to_storage(datetime(when.year, 1, 1, tzinfo=UTC)), "year"
+
+
+def extraction_corpus(rng: random.Random, episodes: int) -> tuple[list[dict], dict[str, tuple]]:
+    """Chat lines of ``episodes`` turns of 1-3 sentences the fake model reads, and the
+    truth: subject → (valid_at, its precision, invalid_at, its precision) as the text states."""
+    lines, truth = [], {}
+    kinds, weights = zip(*DATE_KINDS)
+    for n in range(episodes):
+        reference = START + timedelta(seconds=rng.randrange(SPAN_S))
+        sentences = []
+        for m in range(rng.randint(1, 3)):
+            subject, verb, obj = f"Subject{n}n{m}", rng.choice(("uses", "lives in", "works as")), rng.choice(OBJECTS)
+            kind = rng.choices(kinds, weights)[0]
+            past = reference - timedelta(days=rng.randint(40, 1500))
+            precision_kind = rng.choice(("day", "month", "quarter", "year"))
+            if kind == "none":
+                dates, expected = "", (to_storage(reference), "instant", None, None)
+            elif kind == "plan":
+                words, at, precision = _period("month", reference + timedelta(days=rng.randint(40, 400)))
+                dates, expected = f" from {words}", (at, precision, None, None)
+            elif kind == "end":
+                words, at, precision = _period(precision_kind, past)
+                dates, expected = f" until {words}", (None, None, at, precision)
+            elif kind == "both":
+                start, start_at, start_precision = _period("year", past - timedelta(days=800))
+                end, end_at, end_precision = _period("month", past)
+                dates, expected = f" from {start} until {end}", (start_at, start_precision, end_at, end_precision)
+            else:
+                words, at, precision = _period(kind, past)
+                dates, expected = f" since {words}", (at, precision, None, None)
+            sentences.append(f"{subject} {verb} {obj}{dates}.")
+            truth[subject] = expected
+        said = reference.strftime("%Y-%m-%dT%H:%M:%SZ")
+        lines += [{"role": "user", "content": " ".join(sentences), "timestamp": said},
+                  {"role": "assistant", "content": "Noted.", "timestamp": said}]
+    return lines, truth
+
+
+def extract_quality(episodes: int, concurrency: int, seed: int) -> dict:
+    """A backfill ingested through the LLM path against a model that lies as the seed's
+    report says (tests/fake_llm.py "fake-seed": today's midnight for 56% of starts and 7%
+    of ends, the words of the date kept): calls per episode, dates stored at an invented
+    midnight, stated dates kept exactly (by precision), and the calls of an unchanged re-run."""
+    from memctl.extract.dates import is_extraction_day_midnight
+    from memctl.extract.llm import LLMExtractor, make_client
+    from memctl.store.cache import ResponseCache
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
+
+    lines, truth = extraction_corpus(random.Random(seed), episodes)
+    with tempfile.TemporaryDirectory(prefix="memctl-bench-") as tmp, \
+            FakeOpenAIServer(datetime.now(UTC)) as server:
+        chat = Path(tmp) / "chat.jsonl"
+        chat.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        memory = Memory.open(Path(tmp) / "extract.db")
+
+        def extractor() -> LLMExtractor:
+            return LLMExtractor(make_client(api_key=API_KEY, base_url=server.base_url), "fake-seed", memory.clock,
+                                ResponseCache(memory.db, memory.now), concurrency=concurrency)
+
+        log(f"extract: ingesting {episodes} episodes ({len(truth)} facts) through a lying model")
+        report = memory.ingest([chat], IngestOptions(), extractor=extractor())
+        lies = dict(server.seed)
+        rows = memory.db.execute(
+            "SELECT subject, valid_at, valid_at_precision, invalid_at, invalid_at_precision, extracted_at, "
+            "reference_time FROM assertions WHERE expired_at IS NULL").fetchall()
+        ids = [episode.id for episode in memory.episodes()]
+        rerun = memory.retry(ids, extractor(), dry_run=True)
+        again = memory.ingest([chat], IngestOptions(), extractor=extractor())
+        memory.close()
+
+    invented = sum(1 for _, start, _, end, _, extracted, reference in rows for date in (start, end)
+                   if date is not None and is_extraction_day_midnight(date, extracted) and date[:10] != reference[:10])
+    stored = {subject: (start, start_precision, end, end_precision)
+              for subject, start, start_precision, end, end_precision, _, _ in rows}
+    kept: dict[str, list[int]] = {}  # precision → [kept exactly, stated]
+    for subject, (start, start_precision, end, end_precision) in truth.items():
+        got = stored.get(subject, (None,) * 4)
+        for at, precision, stored_at, stored_precision in ((start, start_precision, *got[:2]),
+                                                            (end, end_precision, *got[2:])):
+            if at is not None and precision != "instant":
+                tally = kept.setdefault(precision, [0, 0])
+                tally[0] += (stored_at, stored_precision) == (at, precision)
+                tally[1] += 1
+    undated = [subject for subject, (start, precision, _, _) in truth.items() if precision == "instant"]
+    return {
+        "extract_quality_episodes": episodes, "extract_quality_facts": len(truth),
+        "seed_model_lies": {"start_share": round(lies["start_lies"] / max(lies["starts"], 1), 3),
+                            "end_share": round(lies["end_lies"] / max(lies["assertions"], 1), 3),
+                            "replies_with_both": lies["both_lies"]},
+        "quality_calls_per_episode": round(report.extraction_calls / episodes, 3),
+        "guard_changes": report.guard_changes, "dropped_assertions": len(report.dropped),
+        "extraction_failures": report.extraction_failures,
+        "stored_dates_at_invented_midnight": invented,
+        "stated_dates_kept": f"{sum(k for k, _ in kept.values())}/{sum(n for _, n in kept.values())}",
+        "stated_dates_kept_by_precision": {precision: f"{k}/{n}" for precision, (k, n) in sorted(kept.items())},
+        "undated_facts_at_their_episodes_time": f"{sum(stored.get(s, (None,))[0] == truth[s][0] for s in undated)}"
+                                                f"/{len(undated)}",
+        "unchanged_rerun_calls": {"retry": rerun.model_calls, "ingest": again.extraction_calls},
+        "extract_quality_targets": {"calls_per_episode_max": 1.05, "stored_dates_at_invented_midnight": 0,
+                                    "stated_dates_kept": "all", "unchanged_rerun_calls": 0},
+    }
 
 
 def repair_benchmark(total: int = 1_000_000, affected: int = 100_000) -> dict:
@@ -610,6 +739,10 @@ def main() -> None:
     parser.add_argument("--parse-mb", type=int, default=200, help="size of the parse benchmark's large file")
     parser.add_argument("--parse-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--extract", action="store_true", help="only the LLM extraction benchmark (local fake server)")
+    parser.add_argument("--extract-episodes", type=int, default=64, help="episodes of the extraction speed run")
+    parser.add_argument("--extract-latency", type=float, default=0.3, help="seconds the fake model takes per call")
+    parser.add_argument("--extract-quality-episodes", type=int, default=400,
+                        help="episodes ingested through the lying model (fake-seed)")
     parser.add_argument("--repair", action="store_true", help="only the repair benchmark (1M assertions, 100k damaged)")
     parser.add_argument("--retrieval", action="store_true",
                         help="only retrieval: recall@10 against bare FTS5 on real and generated logs, and recall speed")
@@ -643,7 +776,8 @@ def main() -> None:
         print(json.dumps(parse_benchmark(args.parse_mb)))
         return
     if args.extract:
-        print(json.dumps(extract_benchmark()))
+        print(json.dumps(extract_benchmark(args.extract_episodes, latency=args.extract_latency,
+                                           quality_episodes=args.extract_quality_episodes, seed=args.seed)))
         return
     if args.repair:
         print(json.dumps(repair_benchmark()))

@@ -188,6 +188,25 @@ def cannot_read(path: Path) -> str | None:
     return None
 
 
+BINARY_SNIFF = 8192  # bytes looked at, as git does to tell binary files from text
+
+
+def binary_content(path: Path) -> str | None:
+    """Why a file a format would read is refused as binary (a zip named .md, an image
+    forced as text), as a report line; None for text. Binary is a NUL byte in the first
+    8 KiB (git's test), or a start of which much is not UTF-8; a text file in another
+    8-bit encoding with a few odd bytes is still read."""
+    with open(path, "rb") as handle:
+        start = handle.read(BINARY_SNIFF)
+    if b"\0" in start:
+        return f"{path}: binary content (NUL bytes), not text: skipped"
+    text = start.decode("utf-8", errors="replace")
+    # A character cut at the 8 KiB boundary decodes as a replacement or two: no evidence.
+    if text.count("\ufffd") > max(4, len(text) // 10):
+        return f"{path}: binary content (not UTF-8 text): skipped"
+    return None
+
+
 def _what_it_is(path: Path) -> str:
     if not path.exists():
         return "a link to nothing"

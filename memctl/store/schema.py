@@ -368,3 +368,16 @@ def episode_text_once(db: Database) -> None:
         INSERT INTO episodes_fts (episodes_fts) VALUES ('rebuild');
         """
     )
+
+
+@migrations(name="0011_operation_process")
+def operation_process(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- Which process runs an operation ("host:pid"), so that the next writer can tell
+        -- an ingest killed with -9 or by a power cut (still 'running', and nobody running
+        -- it) from one another process is running now, and mark it 'interrupted'.
+        ALTER TABLE operations ADD COLUMN process TEXT;
+        """
+    )
