@@ -102,8 +102,9 @@ def _episode(db: Database, clock: Clock, content: str, reference_time: str | Non
         assertions = read_facts(facts, when, redacted)
     # The source is an agent's free text too, and is stored with the episode.
     source = redact_into(source.strip(), redacted) if source is not None else DEFAULT_SOURCE
-    text = cut(redact_into(content.strip(), redacted))
+    # Redacted before the cut: a cut through a secret would leave a part no rule knows.
+    text, cut_chars = cut(redact_into(content.strip(), redacted))
     return Episode(source=source, position=reads.next_position(db, source), format=FORMAT, content=text,
                    content_hash=content_hash(text), reference_time=when, reference_time_source=said,
-                   assertions=assertions or [], redacted=redacted,
+                   assertions=assertions or [], redacted=redacted, cut_chars=cut_chars,
                    extraction="structured" if facts is not None else "pending")

@@ -417,6 +417,8 @@ def _ingest_with_progress(memory, paths: list[Path], options, extractor):
 
 
 def _ingest_table(report):
+    from memctl.sources import MAX_EPISODE_CHARS
+
     rows = [["files", f"{report.files} (" + ", ".join(f"{k} {v}" for k, v in sorted(report.formats.items())) + ")"]]
     if report.unrecognised:
         rows.append(["not logs memctl reads", len(report.unrecognised)])
@@ -435,6 +437,8 @@ def _ingest_table(report):
     rows.append(["secrets redacted", _redacted(report.redactions, report.redacted)])
     rows += [[f"skipped: {reason}", count] for reason, count in sorted(report.skipped.items())]
     rows += [[f"left out of text: {kind}", count] for kind, count in sorted(report.left_out.items())]
+    if report.cut:
+        rows.append([f"cut to {MAX_EPISODE_CHARS:,} characters", report.cut])
     rows.append(["refused", len(report.refused)])
     if report.aider_zone:
         rows.append(["Aider times read in", report.aider_zone])

@@ -97,6 +97,7 @@ class Episode:
     extraction: str = "structured"  # structured | done | failed | pending (see schema 0002)
     extraction_error: str | None = None
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images...
+    cut_chars: int = 0  # characters cut from a text over memctl.sources.MAX_EPISODE_CHARS
 
     @property
     def redactions(self) -> int:

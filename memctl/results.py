@@ -409,6 +409,7 @@ class IngestReport(Record):
     redactions: int = 0  # secrets replaced before anything was stored
     redacted: dict[str, int] = field(default_factory=dict)  # the same, by kind (password, openai_key, jwt...)
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted
+    cut: int = 0  # episodes whose text was cut to memctl.sources.MAX_EPISODE_CHARS
     aider_zone: str | None = None  # the zone Aider's naive local times were read in
     extractor: str | None = None  # what extracted assertions from episode text
     extraction_calls: int = 0  # model calls, retries included
@@ -442,6 +443,7 @@ class IngestReport(Record):
             self.redacted[kind] = self.redacted.get(kind, 0) + number
         for kind, number in episode.left_out.items():
             self.left_out[kind] = self.left_out.get(kind, 0) + number
+        self.cut += bool(episode.cut_chars)
         low, high = self.time_range
         self.time_range = [min(low or episode.reference_time, episode.reference_time),
                            max(high or episode.reference_time, episode.reference_time)]

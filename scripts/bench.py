@@ -7,6 +7,7 @@
     python scripts/bench.py --retrieval [--speed-n 100000]  # recall@10 vs bare FTS5, and recall speed
     python scripts/bench.py --vectors [--vector-episodes 50000] [--dimensions 256]  # needs memctl[embeddings]
     python scripts/bench.py --mcp [--assertions 100000] [--mcp-calls 200]  # `memctl mcp` round trips; needs memctl[mcp]
+    python scripts/bench.py --rules [--rules-sessions 240] [--rules-log-mb 20]  # rules extractor: precision, speed
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -146,29 +147,29 @@ _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 
 class RedactionTimer:
-    """``memctl.redact.redact`` timed while it is in place: the seconds spent redacting
-    within a run, and how much text went through it."""
+    """``memctl.redact.redact_into`` (which every redaction goes through) timed while it is
+    in place: the seconds spent redacting within a run, and how much text went through it."""
 
     def __init__(self) -> None:
         from memctl import redact
 
-        self.module, self.real = redact, redact.redact
+        self.module, self.real = redact, redact.redact_into
         self.seconds, self.chars = 0.0, 0
 
     def __enter__(self) -> RedactionTimer:
-        def timed(text: str):
+        def timed(text: str, found: dict[str, int]) -> str:
             began = time.perf_counter()
             try:
-                return self.real(text)
+                return self.real(text, found)
             finally:
                 self.seconds += time.perf_counter() - began
                 self.chars += len(text)
 
-        self.module.redact = timed
+        self.module.redact_into = timed
         return self
 
     def __exit__(self, *exc) -> None:
-        self.module.redact = self.real
+        self.module.redact_into = self.real
 
 
 def parse_child(path: Path) -> None:
@@ -535,6 +536,41 @@ def retrieval_benchmark(args: argparse.Namespace) -> dict:
     return result
 
 
+RULES_TARGETS = {"precision_min": 0.9, "correct_vs_main_min": 3}
+
+
+def rules_benchmark(realdata: Path, seed: int, sessions: int, log_mb: int) -> dict:
+    """The rules extractor: precision, correct facts and recall against the labelled real
+    logs and a generated conversation corpus (scripts/rules_eval), then its speed on a large
+    Claude Code log beside reading that log, since it takes most of an offline ingest's time."""
+    from rules_eval import evaluate
+
+    from memctl.extract.rules import extract_text
+    from memctl.sources import parse
+
+    log("rules: the labelled real logs")
+    result: dict = {"realdata": evaluate.realdata(realdata)}
+    log(f"rules: a generated corpus of {sessions} sessions, seed {seed}")
+    result["generated"] = evaluate.generated(seed, sessions)
+    if log_mb:
+        with tempfile.TemporaryDirectory(prefix="memctl-rules-log-") as tmp:
+            path = claude_code_log(Path(tmp) / "sessions.jsonl", log_mb)
+            log(f"rules: reading and extracting {path.stat().st_size / 1e6:.0f} MB of Claude Code log")
+            episodes: list[Episode] = []
+            read_s = timed(lambda: episodes.extend(e for e in parse(path, IngestOptions(), "claude-code")
+                                                   if isinstance(e, Episode)))
+            extract_s = statistics.median(  # of three passes: one alone swings with this shared machine
+                timed(lambda: [extract_text(e.content, e.reference_time, evaluate.EXTRACTED_AT) for e in episodes])
+                for _ in range(3))
+            megabytes = path.stat().st_size / 1e6
+            result["log"] = {"mb": round(megabytes, 1), "episodes": len(episodes), "read_s": round(read_s, 2),
+                             "extract_s": round(extract_s, 2),
+                             "text_mb_per_s": round(sum(len(e.content) for e in episodes) / 1e6 / extract_s, 2),
+                             "log_mb_per_s_read_and_extract": round(megabytes / (read_s + extract_s), 1)}
+    result["rules_targets"] = RULES_TARGETS
+    return result
+
+
 def chat_episodes(rng: random.Random, count: int) -> list[Episode]:
     """Turns of chatter dated over the span: text episodes with nothing extracted."""
     from retrieval import corpus
@@ -763,7 +799,8 @@ def main() -> None:
     parser.add_argument("--repair", action="store_true", help="only the repair benchmark (1M assertions, 100k damaged)")
     parser.add_argument("--retrieval", action="store_true",
                         help="only retrieval: recall@10 against bare FTS5 on real and generated logs, and recall speed")
-    parser.add_argument("--realdata", type=Path, default=REALDATA, help="the real logs the labelled questions are about")
+    parser.add_argument("--realdata", type=Path, default=REALDATA,
+                        help="the real logs the labelled questions and facts are about")
     parser.add_argument("--corpus-sessions", type=int, default=320, help="sessions in the generated corpus")
     parser.add_argument("--speed-n", type=int, default=100_000,
                         help="retrieval speed at this many assertions plus as many text episodes (0: skip)")
@@ -775,6 +812,11 @@ def main() -> None:
     parser.add_argument("--dimensions", type=int, default=256)
     parser.add_argument("--mcp", action="store_true", help="only `memctl mcp` round trips over stdio (needs memctl[mcp])")
     parser.add_argument("--mcp-calls", type=int, default=200, help="add_memory calls and recalls timed with --mcp")
+    parser.add_argument("--rules", action="store_true",
+                        help="only the rules extractor: precision and correct facts on labelled real and generated "
+                             "conversations, and its speed")
+    parser.add_argument("--rules-sessions", type=int, default=240, help="sessions in the rules' generated corpus")
+    parser.add_argument("--rules-log-mb", type=int, default=20, help="size of the log the rules are timed on (0: skip)")
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -804,6 +846,9 @@ def main() -> None:
         return
     if args.mcp:
         print(json.dumps(mcp_benchmark(args.assertions, args.entities, args.mcp_calls, args.seed)))
+        return
+    if args.rules:
+        print(json.dumps(rules_benchmark(args.realdata, args.seed, args.rules_sessions, args.rules_log_mb)))
         return
     if args.db is not None and args.db.exists():
         parser.error(f"{args.db} already exists; the benchmark needs a fresh database")

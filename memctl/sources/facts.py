@@ -25,7 +25,7 @@ from memctl import times
 from memctl.errors import BadInput
 from memctl.model import Assertion, Episode, Evidence, Precision, content_hash
 from memctl.redact import redact_into
-from memctl.sources import Head, IngestOptions, fallback_reference_time, read_jsonl
+from memctl.sources import Head, IngestOptions, cut, fallback_reference_time, read_jsonl
 
 NAME = "facts"
 
@@ -184,12 +184,16 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
         # The hash is of the line as given, so that reading the file again finds the same
         # episode; only a digest of it is stored, never the text.
         canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        # The content is redacted, then cut as any episode's text is.
+        content, cut_chars = cut(redact_into(line.content if line.content is not None else raw.rstrip("\r\n"),
+                                             redacted))
         yield Episode(
             source=str(path),
             position=number,
             source_id=line.source_id,
             format="facts",
-            content=redact_into(line.content if line.content is not None else raw.rstrip("\r\n"), redacted),
+            content=content,
+            cut_chars=cut_chars,
             content_hash=content_hash(canonical),
             reference_time=reference_time,
             reference_time_source=reference_source,
