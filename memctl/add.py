@@ -35,7 +35,6 @@ from memctl.store import operations as journal
 from memctl.store import reads
 from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.episodes import recompute, sort_new, store_episodes
-from memctl.store.facts import current_facts
 from memctl.undo import effects
 
 if TYPE_CHECKING:
@@ -74,10 +73,9 @@ def add_memory(db: Database, clock: Clock, content: str, *, reference_time: str 
         if added.to_store:
             with journal.journaled(db, "ingest", at, command) as entry:
                 store_episodes(db, added, at, entry.id)
-                slots, values = added.touched.slots, added.touched.values
-                before = current_facts(db, slots, values)
-                tally(report, added, recompute(db, at, added.touched))
-                result.effects = effects(db, before, current_facts(db, slots, values))
+                changes = recompute(db, at, added.touched)
+                tally(report, added, changes)
+                result.effects = effects(db, changes)
                 entry.counts = {name: getattr(report, name) for name in COUNTED}
             result.operation_id = entry.id
         stored = reads.episode(db, episode.id, at)

@@ -77,11 +77,11 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
     except BaseException:
         # Committed batches stay (each holds whole episodes); say the rest never came.
         if entry is not None:
-            _finish(db, clock, entry.id, "interrupted")
+            journal.finish_apart(db, clock, entry.id, "interrupted")
         raise
     if entry is not None:
         report.operation_id = entry.id
-        _finish(db, clock, entry.id, "done")
+        journal.finish_apart(db, clock, entry.id, "done")
     return report
 
 
@@ -94,10 +94,6 @@ def tally(report: IngestReport, added: Added, changes: SlotChanges) -> None:
     report.facts_created += len(changes.inserted)
     report.facts_expired += len(changes.expired)
 
-
-def _finish(db: Database, clock: Clock, operation_id: str, status: str) -> None:
-    with write_transaction(db):
-        journal.finish(db, operation_id, status, transaction_time(db, clock))
 
 def read_sources(
     paths: list[Path], options: IngestOptions, report: IngestReport,

@@ -128,6 +128,10 @@ def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str 
     """
     assertion_ids = sorted(changes)
     stored, fact_of = store.stored_dates(db, assertion_ids), store.current_fact_of(db, assertion_ids)
+    moved_starts = [(assertion_id, row.slot, row.names[1][0], instant) for assertion_id, row in stored.items()
+                    for instant in {row.valid_at[0], changes[assertion_id].get("valid_at", row.valid_at)[0]}
+                    if instant is not None]
+    sharing = store.sharing_an_instant(db, moved_starts)
     for column in ("valid_at", "invalid_at"):
         store.set_dates(db, column, [(assertion_id, change[column]) for assertion_id, change in changes.items()
                                      if column in change], stored, journal)
@@ -146,7 +150,7 @@ def _set_dates(db: Database, changes: dict[int, dict[str, Dated]], journal: str 
         fact = fact_of.get(assertion_id)
         if fact is None:
             touched.slots.add(row.slot)
-        elif not start_move_is_inert(*fact, old, new):
+        elif not start_move_is_inert(*fact, old, new, shares_an_instant=assertion_id in sharing):
             if fact.cardinality == "many":  # values of a many-valued slot do not interact
                 touched.values.add((*row.slot, row.names[1][0]))
             else:

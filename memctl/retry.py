@@ -20,7 +20,6 @@ from memctl.results import IngestReport, RetryResult
 from memctl.store import episodes as store
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, tentative, transaction_time
-from memctl.store.facts import current_facts
 from memctl.undo import effects, resolve_targets
 
 if TYPE_CHECKING:
@@ -70,9 +69,8 @@ def retry(db: Database, clock: Clock, targets: list[str], extractor: Extractor, 
         at = transaction_time(db, clock)
         with journal.journaled(db, "retry", at, {"episodes": ids, "extractor": extractor.name}) as entry:
             touched = store.replace_assertions(db, episodes, at, entry.id)
-            before = current_facts(db, touched.slots)
             changes = store.recompute(db, at, touched)
-            result.effects = effects(db, before, current_facts(db, touched.slots))
+            result.effects = effects(db, changes)
             entry.counts = {"episodes": len(episodes), "assertions": result.assertions, "failures": result.failures,
                             "model_calls": result.model_calls, "cache_hits": result.cache_hits,
                             "guard_changes": result.guard_changes, "facts_created": len(changes.inserted),

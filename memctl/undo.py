@@ -11,6 +11,9 @@ plan is exactly what applying it does.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -19,7 +22,7 @@ from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
 from memctl.results import Effects, FactChange, UndoKind, UndoPlan
 from memctl.store import Queryable, reads
 from memctl.store import operations as journal
-from memctl.store.connection import Clock, checkpoint, tentative, transaction_time
+from memctl.store.connection import Clock, checkpoint, tentative, transaction_time, write_transaction
 from memctl.store.episodes import (
     Touched,
     expire_episodes,
@@ -28,9 +31,8 @@ from memctl.store.episodes import (
     revert_retry,
     revert_revisions,
     revert_undo,
-    touched_by,
 )
-from memctl.store.facts import current_facts, entity_names
+from memctl.store.facts import SlotChanges, entity_names, fact_shape
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -89,6 +91,15 @@ def _operation(db: Database, target: str) -> tuple[str, str] | None:
     return None if kind is None else (found[0], kind)
 
 
+# Episodes taken out per write transaction: each batch holds the write lock about a
+# second, so a long undo never keeps another writer waiting for long.
+UNDO_BATCH = 2000
+# Between two batches the lock is let go this long: another writer waiting on SQLite's
+# busy timeout tries again every 100 ms at most, so it gets in instead of waiting out
+# the whole undo.
+BETWEEN_BATCHES_S = 0.15
+
+
 def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None = None, apply: bool = False,
          purge: bool = False) -> UndoPlan:
     """Remove episodes (and with ``purge`` their content, for good), or put back what a
@@ -99,39 +110,93 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
             return _undo_operation(db, clock, operation[0], cast(UndoKind, operation[1]), apply=apply)
     episode_ids = resolve_targets(db, targets, source)
     plan = UndoPlan(kind="episodes", purge=purge)
-    with tentative(db) as decision:
-        statuses = reads.episode_statuses(db, episode_ids)
-        at = transaction_time(db, clock)
-        touched = Touched()
-        # The ingest operations named: undoing one also gives back the readings it
-        # replaced (its revised episodes); a purge erases those with the rest.
-        operations = [] if purge else [_operation(db, target) for target in targets]
-        for operation_id, _ in [op for op in operations if op is not None and op[1] == "ingest"]:
-            more, episodes = revert_revisions(db, operation_id, at)
-            touched.update(more)
-            plan.revisions_reverted += episodes
-        reverted = set(plan.revisions_reverted)
-        plan.episodes = episode_ids if purge else [e for e in episode_ids
-                                                   if statuses[e] == "active" and e not in reverted]
-        chosen = set(plan.episodes)
-        plan.already_undone = [e for e in episode_ids if e not in chosen and e not in reverted]
-        slots = touched_by(db, plan.episodes, active_only=not purge).slots | touched.slots
-        before = current_facts(db, slots)
-        touched.update(purge_episodes(db, plan.episodes) if purge else expire_episodes(db, plan.episodes, at))
-        recompute(db, at, touched)
-        plan.effects = effects(db, before, current_facts(db, slots))
-        if apply and (plan.episodes or plan.revisions_reverted):
-            command = {"targets": targets, "source": str(source) if source else None, "purge": purge}
-            with journal.journaled(db, "undo", at, command) as entry:
-                entry.counts = {"episodes": len(plan.episodes), **plan.effects.counts()}
-                entry.episode_ids = plan.episodes
-            plan.applied, plan.operation_id = True, entry.id
-            decision.keep()
+    if not apply:
+        with tentative(db):  # done, read and rolled back, in one transaction
+            _undo_episodes(db, clock, plan, targets, episode_ids, None)
+        return plan
+    command = {"targets": targets, "source": str(source) if source else None, "purge": purge}
+    _undo_episodes(db, clock, plan, targets, episode_ids, command)
     if plan.applied and purge and not checkpoint(db):
         plan.unerased = ("another connection is reading an older snapshot of the database, so the file's "
                          "write-ahead log still holds the purged pages; they are erased when the last connection "
                          "to it closes")
     return plan
+
+
+def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str], episode_ids: list[str],
+                   command: dict | None) -> None:
+    """Take the episodes out in batches of ``UNDO_BATCH``, each in a write transaction of
+    its own (``command``: the operation to journal) or all in the caller's (None: a preview).
+
+    Every batch leaves the store consistent, and the whole is one operation in the
+    journal: running until its last batch, else interrupted. Undoing it puts back the
+    episodes its batches took out, and its effects are what all of them did together.
+    """
+    batch_transaction = write_transaction if command is not None else _in_callers_transaction
+    changes = SlotChanges()
+    entry = None
+    try:
+        with batch_transaction(db):
+            statuses = reads.episode_statuses(db, episode_ids)
+            at = transaction_time(db, clock)
+            touched = Touched()
+            # The ingest operations named: undoing one also gives back the readings it
+            # replaced (its revised episodes); a purge erases those with the rest.
+            operations = [] if plan.purge else [_operation(db, target) for target in targets]
+            for operation_id, _ in [op for op in operations if op is not None and op[1] == "ingest"]:
+                more, episodes = revert_revisions(db, operation_id, at)
+                touched.update(more)
+                plan.revisions_reverted += episodes
+            reverted = set(plan.revisions_reverted)
+            plan.episodes = episode_ids if plan.purge else [e for e in episode_ids
+                                                            if statuses[e] == "active" and e not in reverted]
+            chosen = set(plan.episodes)
+            plan.already_undone = [e for e in episode_ids if e not in chosen and e not in reverted]
+            if command is not None and (plan.episodes or plan.revisions_reverted):
+                entry = journal.record(db, "undo", at, command, "running")
+                entry.episode_ids = []
+            changes.absorb(_undo_batch(db, at, plan.episodes[:UNDO_BATCH], touched, plan.purge, entry))
+        for start in range(UNDO_BATCH, len(plan.episodes), UNDO_BATCH):
+            if command is not None:
+                time.sleep(BETWEEN_BATCHES_S)
+            with batch_transaction(db):
+                at = transaction_time(db, clock)
+                changes.absorb(_undo_batch(db, at, plan.episodes[start:start + UNDO_BATCH], Touched(), plan.purge,
+                                           entry))
+    except BaseException:
+        # Committed batches stay (each a consistent state); the journal says the rest never came.
+        if entry is not None:
+            journal.finish_apart(db, clock, entry.id, "interrupted")
+        raise
+    plan.effects = effects(db, changes)
+    if entry is not None:
+        with write_transaction(db):
+            entry.counts = {"episodes": len(plan.episodes), **plan.effects.counts()}
+            journal.save_counts(db, entry)
+            journal.finish(db, entry.id, "done", transaction_time(db, clock))
+        plan.applied, plan.operation_id = True, entry.id
+
+
+@contextmanager
+def _in_callers_transaction(db: Database) -> Iterator[Database]:
+    yield db
+
+
+def _undo_batch(db: Database, at: str, episode_ids: list[str], touched: Touched, purge: bool,
+                entry: journal.Entry | None) -> SlotChanges:
+    """One batch of an undo: its episodes out, the facts recomputed, and the journal's
+    list of episodes taken out brought up to date."""
+    if purge:
+        changes = purge_episodes(db, episode_ids, at)
+    else:
+        touched.update(expire_episodes(db, episode_ids, at))
+        changes = recompute(db, at, touched)
+    if entry is not None:
+        assert entry.episode_ids is not None
+        entry.episode_ids += episode_ids
+        entry.counts = {"episodes": len(entry.episode_ids)}
+        journal.save_counts(db, entry)
+    return changes
 
 
 def _undo_operation(db: Database, clock: Clock, operation_id: str, kind: UndoKind, *, apply: bool) -> UndoPlan:
@@ -154,9 +219,7 @@ def _undo_operation(db: Database, clock: Clock, operation_id: str, kind: UndoKin
             touched, plan.episodes, plan.changed_since = revert_retry(db, operation_id, done.at, at)
         else:
             touched, plan.episodes, plan.changed_since = revert_undo(db, done.episode_ids, done.at, at)
-        before = current_facts(db, touched.slots, touched.values)
-        recompute(db, at, touched)
-        plan.effects = effects(db, before, current_facts(db, touched.slots, touched.values))
+        plan.effects = effects(db, recompute(db, at, touched))
         if apply and (kind == "repair" or plan.episodes):
             with journal.journaled(db, "undo", at, {"targets": [operation_id]}) as entry:
                 entry.counts = {"episodes": len(plan.episodes), **plan.effects.counts()}
@@ -167,19 +230,22 @@ def _undo_operation(db: Database, clock: Clock, operation_id: str, kind: UndoKin
     return plan
 
 
-def effects(db: Database, before: list[dict], after: list[dict]) -> Effects:
-    """Sort the change in a set of slots' current facts into what a user reads in a plan.
+def effects(db: Database, changes: SlotChanges) -> Effects:
+    """Sort what a change did to current facts (the versions it expired and inserted)
+    into what a user reads in a plan.
 
     removed: a fact that no longer exists; reopened: a fact whose end is lifted
     (Austin comes back when NYC is undone); changed: same fact, another interval or
-    text; added: a fact that appears (a value split by the removed one, rejoined).
+    text; added: a fact that appears (a value split by the removed one, rejoined). A
+    version expired and put back the same by a later batch of one operation is no change.
     """
     def key(row: dict) -> tuple:
         return (row["subject_id"], row["predicate_key"], row["object_id"], row["valid_at"])
 
-    kept_ids = {row["id"] for row in before} & {row["id"] for row in after}
-    old_by_key = {key(row): row for row in before if row["id"] not in kept_ids}
-    new_by_key = {key(row): row for row in after if row["id"] not in kept_ids}
+    old_by_key = {key(row): row for row in changes.expired}
+    new_by_key = {key(row): row for row in changes.inserted}
+    for k in [k for k, row in old_by_key.items() if k in new_by_key and fact_shape(new_by_key[k]) == fact_shape(row)]:
+        del old_by_key[k], new_by_key[k]
     names = entity_names(db, {id_ for row in [*old_by_key.values(), *new_by_key.values()]
                               for id_ in (row["subject_id"], row["object_id"])})
 

@@ -8,6 +8,7 @@
     python scripts/bench.py --vectors [--vector-episodes 50000] [--dimensions 256]  # needs memctl[embeddings]
     python scripts/bench.py --mcp [--assertions 100000] [--mcp-calls 200]  # `memctl mcp` round trips; needs memctl[mcp]
     python scripts/bench.py --rules [--rules-sessions 240] [--rules-log-mb 20]  # rules extractor: precision, speed
+    python scripts/bench.py --backfill [--sizes 10000,100000,1000000] [--markdown]  # issue 15's table, whole processes
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -785,6 +786,352 @@ def mcp_benchmark(n_assertions: int, n_entities: int, calls: int, seed: int) -> 
     return result
 
 
+# --- the backfill table (issue 15): every row against its floor, whole processes ---------------
+
+# The bare floor of a structured ingest: the same JSON read, and the same rows written with
+# executemany into the same (migrated, empty) schema: entities, episodes, assertions.
+FLOOR_INGEST = """import hashlib, json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA journal_mode = wal")
+db.execute("PRAGMA synchronous = NORMAL")
+at = "2026-01-01T00:00:00.000000Z"
+entities, episodes, assertions = {}, [], []
+def entity(name):
+    key = name.lower()
+    if key not in entities:
+        entities[key] = len(entities) + 1
+    return entities[key]
+for position, line in enumerate(open(sys.argv[2], encoding="utf-8")):
+    record = json.loads(line)
+    episode = hashlib.sha256(line.encode()).hexdigest()
+    content = ". ".join(f"{f['subject']} {f['predicate']} {f['object']}" for f in record["facts"])
+    episodes.append((episode, sys.argv[2], position, record["source_id"], "facts", content, episode,
+                     record["reference_time"], "record", "active", at, "op", "structured", position + 1))
+    for ordinal, f in enumerate(record["facts"]):
+        assertions.append((episode, ordinal, f["subject"], entity(f["subject"]), f["predicate"], f["predicate"],
+                           f["object"], entity(f["object"]), f["subject"], f.get("valid_at", record["reference_time"]),
+                           f.get("invalid_at"), f.get("cardinality", "one"), "facts", at, at, record["reference_time"]))
+db.execute("BEGIN")
+db.execute("INSERT INTO operations (id, kind, at, status) VALUES ('op', 'ingest', ?, 'done')", [at])
+db.executemany("INSERT INTO entities (id, name, name_key, created_at) VALUES (?, ?, ?, ?)",
+               [(i, k, k, at) for k, i in entities.items()])
+db.executemany("INSERT INTO episodes (id, source, position, source_id, format, content, content_hash, reference_time, "
+               "reference_time_source, status, created_at, operation_id, extraction, text_id) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", episodes)
+db.executemany("INSERT INTO assertions (episode_id, ordinal, subject, subject_id, predicate, predicate_key, object, "
+               "object_id, fact, valid_at, invalid_at, cardinality, extractor, extracted_at, created_at, reference_time) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", assertions)
+db.execute("COMMIT")
+"""
+# The bare floor of reading a session log: every line read and parsed as JSON.
+FLOOR_PARSE = """import json, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    if line.strip():
+        json.loads(line)
+"""
+BACKFILL_TARGETS = {
+    "structured ingest": "≥ 20,000 assertions/s and ≤ 3× the floor",
+    "structured ingest, linear": "rate at the largest size ≥ 0.8× the rate at 100k; peak RSS ≤ 300 MB",
+    "undo of a whole ingest": "≥ 10,000 episodes/s (100k in ≤ 10 s); write lock held ≤ 2 s at a time",
+    "single-episode undo": "p95 ≤ 20 ms at 1M",
+    "recall --json, whole process": "≤ 2× the floor",
+    "memctl --help": "≤ 2× the floor",
+    "log ingest, rules extractor": "≥ 40 MB/s",
+    "LLM extraction, 300 ms a call, 8 at once": "≥ 0.9 of ideal; a re-run making no call ≤ 0.5 s",
+}
+
+
+def count_label(count: int) -> str:
+    """10k, 1M: sizes as the issue names them."""
+    for unit, name in ((1_000_000, "M"), (1_000, "k")):
+        if count >= unit:
+            return f"{count / unit:.3g}{name}"
+    return str(count)
+
+
+def write_facts_jsonl(path: Path, episodes: list[Episode]) -> None:
+    """The episodes as a ``--format facts`` file, as an export of structured memories would be."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for episode in episodes:
+            facts = []
+            for a in episode.assertions:
+                fact: dict = {"subject": a.subject, "predicate": a.predicate, "object": a.object,
+                              "cardinality": a.cardinality}
+                if a.valid_at is None:
+                    fact.update(retracted=True, invalid_at=a.invalid_at)
+                else:
+                    fact["valid_at"] = a.valid_at
+                    if a.invalid_at is not None:
+                        fact["invalid_at"] = a.invalid_at
+                facts.append(fact)
+            handle.write(json.dumps({"reference_time": episode.reference_time, "source_id": f"bench-{episode.position}",
+                                     "facts": facts}) + "\n")
+
+
+def run_process(command: list[str], env: dict | None = None) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB, stdout) of one command, run from this checkout."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        began = time.perf_counter()
+        child = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=err, text=True, env={**os.environ, **(env or {})})
+        # wait4, not wait: it tells this child's own peak memory.
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - began
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            raise RuntimeError(f"{command[:6]} exited {child.returncode}: {err.read().strip()[-500:]}")
+        return seconds, usage.ru_maxrss / 1024, out.read()
+
+
+def memctl_command(db: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "memctl", "--db", str(db), *args]
+
+
+def lock_holds(db: Path, call) -> tuple[float, list[float]]:
+    """Run ``call()`` while watching who holds the database's write lock (the WAL write
+    lock byte in the -shm file, asked of the kernel without taking it, every 5 ms); the
+    seconds ``call`` took and how long each hold lasted."""
+    import fcntl
+    import struct
+    import threading
+
+    holds: list[float] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        held_since = None
+        while not done.is_set():
+            held = False
+            try:
+                fd = os.open(f"{db}-shm", os.O_RDONLY)
+                try:
+                    probe = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 120, 1, 0)
+                    held = struct.unpack("hhqqi4x", fcntl.fcntl(fd, fcntl.F_GETLK, probe))[0] != fcntl.F_UNLCK
+                finally:
+                    os.close(fd)
+            except FileNotFoundError:
+                pass
+            now = time.perf_counter()
+            if held and held_since is None:
+                held_since = now
+            elif not held and held_since is not None:
+                holds.append(now - held_since)
+                held_since = None
+            time.sleep(0.005)
+        if held_since is not None:
+            holds.append(time.perf_counter() - held_since)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        seconds = timed(call)
+    finally:
+        done.set()
+        watcher.join()
+    return seconds, holds
+
+
+def paired(first, second, runs: int) -> tuple[float, float]:
+    """Medians of ``runs`` alternating runs of two callables (each returning seconds):
+    both see the same load, which on a shared machine moves by the second."""
+    a, b = [], []
+    for _ in range(runs):
+        a.append(first())
+        b.append(second())
+    return statistics.median(a), statistics.median(b)
+
+
+def row(name: str, size: str, floor: str, now: str, ratio: float | None, met: bool, **figures) -> dict:
+    made = {"row": name, "size": size, "floor": floor, "now": now, "ratio": None if ratio is None else round(ratio, 2),
+            "target": BACKFILL_TARGETS[name], "met": met, **figures}
+    log(f"row: {json.dumps(made)}")  # each as it is measured: a long run cut short keeps what it had
+    return made
+
+
+def backfill_benchmark(args: argparse.Namespace) -> dict:
+    """Each row of issue 15's table, as a user runs it (whole `memctl` processes) beside a
+    floor run in the same load: structured ingest, undo of it, single-episode undo, recall,
+    start-up, a log ingest with the rules extractor, and LLM extraction."""
+    rows: list[dict] = []
+    rates: dict[int, float] = {}
+    with tempfile.TemporaryDirectory(prefix="memctl-backfill-") as tmp:
+        blank = Path(tmp) / "blank.db"
+        from memctl.store.connection import open_database
+
+        open_database(blank).conn.close()  # the migrated schema the floor writes into
+        for size in args.sizes:
+            rows += structured_rows(Path(tmp), blank, size, args, rates)
+        rows.append(help_row(args.process_runs))
+        rows.append(log_row(Path(tmp), args.log_mb, max(1, args.process_runs // 5)))
+        rows.append(llm_row(Path(tmp), args.llm_episodes))
+    return {"backfill": rows, "sizes": args.sizes, "python": sys.version.split()[0], "sqlite": sqlite3.sqlite_version,
+            "cpus": os.cpu_count(), "load_at_end": os.getloadavg()[0]}
+
+
+def structured_rows(tmp: Path, blank: Path, size: int, args: argparse.Namespace, rates: dict[int, float]) -> list[dict]:
+    import shutil
+
+    label = count_label(size)
+    rng = random.Random(args.seed)
+    log(f"backfill {label}: generating {size} assertions over {args.entities} entities")
+    episodes = generate(rng, size, args.entities)
+    facts = tmp / f"facts-{size}.jsonl"
+    write_facts_jsonl(facts, episodes)
+    runs = 1 if size >= 1_000_000 else max(1, args.ingest_runs)
+    dbs: list[Path] = []
+    peaks: list[float] = []
+    outputs: list[str] = []
+
+    def floor_run() -> float:
+        target = tmp / f"floor-{len(dbs)}.db"
+        shutil.copy(blank, target)
+        seconds = run_process([sys.executable, "-c", FLOOR_INGEST, str(target), str(facts)])[0]
+        target.unlink()
+        return seconds
+
+    def memctl_run() -> float:
+        db = tmp / f"ingest-{size}-{len(dbs)}.db"
+        dbs.append(db)
+        seconds, peak, out = run_process(memctl_command(db, "ingest", str(facts), "--format", "facts", "--json"))
+        peaks.append(peak)
+        outputs.append(out)
+        return seconds
+
+    log(f"backfill {label}: structured ingest, {runs} paired run(s) with the floor")
+    floor_s, ingest_s = paired(floor_run, memctl_run, runs)
+    for old in dbs[:-1]:
+        old.unlink()
+    db = dbs[-1]
+    rate = size / ingest_s
+    rates[size] = rate
+    result = [row("structured ingest", label, f"{floor_s:.2f} s", f"{ingest_s:.2f} s = {rate:,.0f}/s",
+                  ingest_s / floor_s, rate >= 20_000 and ingest_s <= 3 * floor_s, floor_s=round(floor_s, 3),
+                  seconds=round(ingest_s, 3), assertions_per_s=round(rate), peak_rss_mb=round(max(peaks), 1))]
+    if size > 100_000 and 100_000 in rates:
+        linear = rate / rates[100_000]
+        result.append(row("structured ingest, linear", label, f"100k rate {rates[100_000]:,.0f}/s",
+                          f"{rate:,.0f}/s, peak RSS {max(peaks):.0f} MB", linear,
+                          linear >= 0.8 and max(peaks) <= 300, rate_vs_100k=round(linear, 3),
+                          peak_rss_mb=round(max(peaks), 1)))
+    operation = json.loads(outputs[-1])["operation_id"]
+    result.append(recall_row(tmp, db, label, episodes, rng, args.process_runs if size < 1_000_000 else
+                             max(3, args.process_runs // 2)))
+    result.append(single_undo_row(db, label, rng, size))
+    log(f"backfill {label}: undo of the whole ingest ({len(episodes)} episodes): preview, then --apply")
+    preview_s, preview_holds = lock_holds(db, lambda: run_process(memctl_command(db, "undo", operation, "--json")))
+    apply_s, holds = lock_holds(db, lambda: run_process(memctl_command(db, "undo", operation, "--apply", "--json")))
+    per_s = len(episodes) / apply_s
+    longest = max(holds, default=0.0)
+    # A preview is the undo done and rolled back in one transaction: the lock is held throughout.
+    preview_hold = max(preview_holds, default=0.0)
+    result.append(row("undo of a whole ingest", f"{count_label(len(episodes))} episodes", "—",
+                      f"{apply_s:.2f} s = {per_s:,.0f} episodes/s, lock held ≤ {longest:.2f} s at a time "
+                      f"(preview {preview_s:.2f} s, in one hold of {preview_hold:.2f} s)",
+                      None, per_s >= 10_000 and longest <= 2, episodes=len(episodes), seconds=round(apply_s, 3),
+                      preview_s=round(preview_s, 3), longest_lock_hold_s=round(longest, 3), lock_holds=len(holds),
+                      preview_lock_hold_s=round(preview_hold, 3)))
+    db.unlink()
+    return result
+
+
+def recall_row(tmp: Path, db: Path, label: str, episodes: list[Episode], rng: random.Random, runs: int) -> dict:
+    from retrieval import evaluate
+
+    bare = tmp / f"bare-{label}.db"
+    memory = Memory.open(db)
+    evaluate.Baseline(evaluate.stored_texts(memory), bare).close()
+    memory.close()
+    picks = [a for e in rng.sample(episodes, runs) for a in e.assertions[:1]]
+    queries = [PREDICATES[a.predicate][3].format(a.subject) for a in picks]
+    log(f"backfill {label}: recall --json, {len(queries)} paired runs with a bare FTS5 process")
+    timings = process_timings(db, bare, queries)
+    bare.unlink()
+    ratio = timings["process_ratio"]
+    return row("recall --json, whole process", label, f"{timings['process_bare_fts_median_ms']:.0f} ms",
+               f"{timings['process_memctl_median_ms']:.0f} ms", ratio, ratio <= 2, **timings)
+
+
+def single_undo_row(db: Path, label: str, rng: random.Random, size: int) -> dict:
+    memory = Memory.open(db)
+    facts = memory.stats().fact_versions
+    ids = sorted(row[0] for row in memory.db.execute("SELECT id FROM episodes"))
+    log(f"backfill {label}: 50 single-episode undos in process, over {facts} fact versions")
+    samples = [timed(lambda e=e: memory.undo([e], apply=True)) for e in rng.sample(ids, min(50, len(ids)))]
+    memory.close()
+    p50, p95 = percentiles(samples)
+    return row("single-episode undo", label, "—", f"p50 {p50:.1f} ms, p95 {p95:.1f} ms", None,
+               p95 <= 20 or size < 1_000_000, p50_ms=p50, p95_ms=p95, fact_versions=facts)
+
+
+def help_row(runs: int) -> dict:
+    log(f"backfill: memctl --help, {runs} paired runs with python -c pass")
+    plain, helped = paired(lambda: run_process([sys.executable, "-c", "pass"])[0],
+                           lambda: run_process([sys.executable, "-m", "memctl", "--help"])[0], runs)
+    return row("memctl --help", "—", f"{plain * 1000:.0f} ms", f"{helped * 1000:.0f} ms", helped / plain,
+               helped <= 2 * plain, floor_ms=round(plain * 1000, 1), memctl_ms=round(helped * 1000, 1))
+
+
+def log_row(tmp: Path, megabytes: int, runs: int) -> dict:
+    log_file = claude_code_log(tmp / "sessions.jsonl", megabytes)
+    size_mb = log_file.stat().st_size / 1e6
+    log(f"backfill: ingest of {size_mb:.0f} MB of Claude Code log with the rules extractor, {runs} paired run(s)")
+    dbs: list[Path] = []
+
+    def memctl_run() -> float:
+        db = tmp / f"log-{len(dbs)}.db"
+        dbs.append(db)
+        return run_process(memctl_command(db, "ingest", str(log_file), "--extractor", "rules", "--json"))[0]
+
+    floor_s, ingest_s = paired(lambda: run_process([sys.executable, "-c", FLOOR_PARSE, str(log_file)])[0],
+                               memctl_run, runs)
+    log_file.unlink()
+    return row("log ingest, rules extractor", f"{size_mb:.0f} MB", f"{floor_s:.2f} s = {size_mb / floor_s:.0f} MB/s",
+               f"{ingest_s:.2f} s = {size_mb / ingest_s:.1f} MB/s", ingest_s / floor_s, size_mb / ingest_s >= 40,
+               megabytes=round(size_mb, 1), floor_s=round(floor_s, 3), seconds=round(ingest_s, 3),
+               mb_per_s=round(size_mb / ingest_s, 2))
+
+
+def llm_row(tmp: Path, episodes: int) -> dict:
+    """The LLM extractor against the local fake server (300 ms a call, 8 at once): in
+    process against the ideal, then a whole `memctl ingest` of the same turns run twice;
+    the second has nothing to extract and must cost next to nothing."""
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
+
+    figures = extract_speed(episodes, concurrency=8, latency=0.3)
+    chat = tmp / "chat.jsonl"
+    with open(chat, "w", encoding="utf-8") as handle:
+        for n in range(episodes):
+            at = to_storage(START + timedelta(days=n))
+            handle.write(json.dumps({"role": "user", "content": f"Service{n} uses Postgres since 3 March 2021.",
+                                     "timestamp": at}) + "\n")
+            handle.write(json.dumps({"role": "assistant", "content": "Noted.", "timestamp": at}) + "\n")
+    db = tmp / "llm.db"
+    with FakeOpenAIServer(datetime(2026, 11, 21, tzinfo=UTC), latency=0.3) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": API_KEY, "MEMCTL_MODEL": "fake-normal"}
+        command = memctl_command(db, "ingest", str(chat), "--extractor", "llm", "--json")
+        log(f"backfill: LLM ingest of {episodes} turns through the CLI, then again (nothing to extract)")
+        first_s = run_process(command, env)[0]
+        rerun_s, _, out = run_process(command, env)
+    calls = json.loads(out).get("extraction_calls")
+    share = figures["share_of_ideal"]
+    return row("LLM extraction, 300 ms a call, 8 at once", f"{episodes} episodes",
+               f"ideal {episodes / figures['ideal_episodes_per_s']:.2f} s",
+               f"{share:.2f} of ideal in process; CLI {first_s:.2f} s, re-run with {calls} calls {rerun_s:.2f} s",
+               None, share >= 0.9 and rerun_s <= 0.5, **figures, cli_first_s=round(first_s, 3),
+               cli_rerun_s=round(rerun_s, 3), cli_rerun_calls=calls)
+
+
+def markdown(table: dict) -> str:
+    """The rows as the README's table."""
+    lines = ["| row | size | floor | now | ratio | target | met |", "|---|---|---|---|---|---|---|"]
+    for r in table["backfill"]:
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f}×"
+        lines.append(f"| {r['row']} | {r['size']} | {r['floor']} | {r['now']} | {ratio} | {r['target']} | "
+                     f"{'yes' if r['met'] else '**no**'} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parse", action="store_true", help="only the parse benchmark (real Claude Code sample)")
@@ -797,6 +1144,7 @@ def main() -> None:
     parser.add_argument("--extract-quality-episodes", type=int, default=400,
                         help="episodes ingested through the lying model (fake-seed)")
     parser.add_argument("--repair", action="store_true", help="only the repair benchmark (1M assertions, 100k damaged)")
+    parser.add_argument("--repair-assertions", type=int, default=1_000_000, help="with --repair: a tenth are damaged")
     parser.add_argument("--retrieval", action="store_true",
                         help="only retrieval: recall@10 against bare FTS5 on real and generated logs, and recall speed")
     parser.add_argument("--realdata", type=Path, default=REALDATA,
@@ -817,6 +1165,14 @@ def main() -> None:
                              "conversations, and its speed")
     parser.add_argument("--rules-sessions", type=int, default=240, help="sessions in the rules' generated corpus")
     parser.add_argument("--rules-log-mb", type=int, default=20, help="size of the log the rules are timed on (0: skip)")
+    parser.add_argument("--backfill", action="store_true",
+                        help="only issue 15's table: every row as whole processes beside its floor")
+    parser.add_argument("--sizes", type=lambda text: [int(x) for x in text.split(",")], default=[10_000, 100_000],
+                        help="with --backfill: structured-ingest sizes, comma-separated (e.g. 10000,100000,1000000)")
+    parser.add_argument("--ingest-runs", type=int, default=3, help="with --backfill: paired ingest runs below 1M")
+    parser.add_argument("--log-mb", type=int, default=200, help="with --backfill: size of the Claude Code log ingested")
+    parser.add_argument("--llm-episodes", type=int, default=64, help="with --backfill: turns the LLM extracts")
+    parser.add_argument("--markdown", action="store_true", help="with --backfill: print the table as markdown")
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -836,13 +1192,17 @@ def main() -> None:
                                            quality_episodes=args.extract_quality_episodes, seed=args.seed)))
         return
     if args.repair:
-        print(json.dumps(repair_benchmark()))
+        print(json.dumps(repair_benchmark(args.repair_assertions, args.repair_assertions // 10)))
         return
     if args.retrieval:
         print(json.dumps(retrieval_benchmark(args)))
         return
     if args.vectors:
         print(json.dumps(vectors_benchmark(args.vector_episodes, args.dimensions)))
+        return
+    if args.backfill:
+        table = backfill_benchmark(args)
+        print(markdown(table) if args.markdown else json.dumps(table))
         return
     if args.mcp:
         print(json.dumps(mcp_benchmark(args.assertions, args.entities, args.mcp_calls, args.seed)))
@@ -865,14 +1225,14 @@ def main() -> None:
         ingest_s = timed(lambda: memory.ingest_episodes(progress(episodes)))
         log(f"ingest took {ingest_s:.1f} s")
 
-        picks = [(a.subject, a.predicate) for e in rng.sample(episodes, 200) for a in e.assertions[:1]]
+        picks = [(a.subject, a.predicate) for e in rng.sample(episodes, min(200, len(episodes))) for a in e.assertions[:1]]
         queries = [PREDICATES[predicate][3].format(subject) for subject, predicate in picks]
         instants = [to_storage(START + timedelta(microseconds=rng.randrange(SPAN_S * 10**6))) for _ in queries]
         log("recall: 200 queries, then the same with as_of")
         recall = [timed(lambda q=q: memory.recall(q, limit=10)) for q in queries]
         recall_as_of = [timed(lambda q=q, t=t: memory.recall(q, as_of=t, limit=10)) for q, t in zip(queries, instants)]
         log("undo: 50 episodes")
-        undo = [timed(lambda e=e: memory.undo([e.id], apply=True)) for e in rng.sample(episodes, 50)]
+        undo = [timed(lambda e=e: memory.undo([e.id], apply=True)) for e in rng.sample(episodes, min(50, len(episodes)))]
 
         db_bytes = sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
         memory.close()

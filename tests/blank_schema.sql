@@ -27,7 +27,7 @@ CREATE TABLE assertions (
             extracted_at TEXT NOT NULL,
             created_at TEXT NOT NULL,      -- transaction time
             expired_at TEXT                -- set by undo; NULL while active
-        , reference_time TEXT);
+        , reference_time TEXT, instant TEXT GENERATED ALWAYS AS (coalesce(valid_at, invalid_at)) VIRTUAL);
 CREATE TABLE clock (
             id INTEGER PRIMARY KEY CHECK (id = 1),
             last_at TEXT NOT NULL
@@ -155,10 +155,14 @@ CREATE INDEX assertions_midnight_valid ON assertions(episode_id) WHERE expired_a
             AND substr(valid_at, 11) = 'T00:00:00.000000Z' AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
 CREATE INDEX assertions_object ON assertions(object_id);
 CREATE INDEX assertions_slot ON assertions(subject_id, predicate_key);
+CREATE INDEX assertions_slot_timeline ON assertions(subject_id, predicate_key, instant)
+            WHERE expired_at IS NULL;
 CREATE INDEX assertions_valid_midnight ON assertions(extracted_at, valid_at)
             WHERE expired_at IS NULL AND substr(valid_at, 11) = 'T00:00:00.000000Z';
 CREATE INDEX assertions_valid_on_extraction_day ON assertions(valid_at)
             WHERE expired_at IS NULL AND substr(valid_at, 1, 10) = substr(extracted_at, 1, 10);
+CREATE INDEX assertions_value_timeline ON assertions(subject_id, predicate_key, object_id, instant)
+            WHERE expired_at IS NULL;
 CREATE INDEX embeddings_model ON embeddings(model);
 CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');
 CREATE INDEX episodes_operation ON episodes(operation_id);
@@ -169,6 +173,9 @@ CREATE INDEX fact_provenance_assertion ON fact_provenance(assertion_id);
 CREATE INDEX facts_created ON facts(created_at);
 CREATE INDEX facts_object ON facts(object_id);
 CREATE INDEX facts_slot ON facts(subject_id, predicate_key);
+CREATE INDEX facts_slot_timeline ON facts(subject_id, predicate_key, valid_at) WHERE expired_at IS NULL;
+CREATE INDEX facts_value_timeline ON facts(subject_id, predicate_key, object_id, valid_at)
+            WHERE expired_at IS NULL;
 CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
     ON "_sqlite_migrations" ("migration_set", "name");
 CREATE INDEX llm_cache_episode ON llm_cache(episode_id);

@@ -1,6 +1,9 @@
 """Invariant 5 (a crash keeps every episode fully in or fully out, and running the same
 command again finishes the job) and several writers sharing one database.
 
+An undo commits ``UNDO_BATCH`` episodes per transaction, so a long purge lets another
+writer in between its batches, and a kill keeps what its batches committed.
+
 Everything here drives the real CLI in subprocesses, as a user or a cron job would,
 and looks at the database file directly with sqlite3 in between: read-only while a
 writer runs, ``query_only`` once nobody does.
@@ -31,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from memctl.ingest import BATCH_EPISODES
+from memctl.undo import UNDO_BATCH
 
 RUN_TIMEOUT = 120  # seconds; a generous bound for any single CLI run
 POLL_INTERVAL = 0.005
@@ -543,4 +547,77 @@ def test_a_retry_whose_model_is_down_changes_nothing_killed_or_finished(tmp_path
     assert finished.returncode == 1, finished.stderr
     assert finished.stderr.count("\n") == 1 and "extraction failed for 12 episode(s)" in finished.stderr
     assert state() == before
+    assert_rebuild_changes_nothing(db)
+
+
+# --- a long purge beside another writer, and killed -------------------------------------------
+
+
+def undo_rows(db: Path) -> list[tuple[str, str | None, str]]:
+    """(at, finished_at, status) of each undo in the journal, as another process sees it."""
+    try:
+        conn = read_only(db)
+        try:
+            return conn.execute("SELECT at, finished_at, status FROM operations WHERE kind = 'undo'").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return []
+
+
+def start_long_purge(tmp_path: Path, seed: int) -> tuple[Path, str, dict[str, int], subprocess.Popen]:
+    """A store of a few undo batches' worth of episodes, and `undo --purge --apply` of
+    their ingest started on it, once its first batch has committed."""
+    n = 3 * UNDO_BATCH + 500
+    source = tmp_path / "old.facts.jsonl"
+    expected = write_facts_file(source, n, seed=seed, tag="old")
+    db = tmp_path / "m.db"
+    stored = run_memctl(db, "ingest", str(source), "--json")
+    assert stored.returncode == 0, stored.stderr
+    operation = json.loads(stored.stdout)["operation_id"]
+    purge = subprocess.Popen([sys.executable, "-m", "memctl", "--db", str(db), "undo", operation, "--purge", "--apply",
+                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while not undo_rows(db) and purge.poll() is None and time.monotonic() < deadline:
+        time.sleep(POLL_INTERVAL)
+    return db, operation, expected, purge
+
+
+def test_a_long_purge_commits_in_batches_and_a_concurrent_ingest_gets_in_between(tmp_path):
+    db, _, _, purge = start_long_purge(tmp_path, seed=21)
+    new = tmp_path / "new.facts.jsonl"
+    expected = write_facts_file(new, 300, seed=22, tag="new")  # the same subjects: the same slots
+    ingested = run_memctl(db, "ingest", str(new), "--json")
+    out, err = purge.communicate(timeout=RUN_TIMEOUT)
+    assert purge.returncode == 0, err
+    assert ingested.returncode == 0, ingested.stderr
+    assert json.loads(out)["applied"]
+    # The ingest did not wait for the whole purge: it committed between two of its batches.
+    ((undo_at, undo_finished, status),) = undo_rows(db)
+    conn = query_only(db)
+    try:
+        ingest_at, ingest_finished = conn.execute(
+            "SELECT at, finished_at FROM operations WHERE kind = 'ingest' AND command LIKE ?", [f"%{new.name}%"]
+        ).fetchone()
+    finally:
+        conn.close()
+    assert status == "done" and undo_at < ingest_at <= ingest_finished < undo_finished
+    # All that is left is the new file's episodes, each whole, and facts agree with them.
+    assert check_whole_episodes(db, expected) == 300
+    assert_rebuild_changes_nothing(db)
+
+
+def test_sigkill_mid_purge_leaves_whole_episodes_and_rerun_completes(tmp_path):
+    db, operation, expected, purge = start_long_purge(tmp_path, seed=23)
+    time.sleep(random.uniform(0, 1))  # somewhere in a later batch, or between two
+    purge.send_signal(signal.SIGKILL)
+    purge.wait(timeout=RUN_TIMEOUT)
+    left = check_whole_episodes(db, expected)  # every episode left is whole
+    assert left < len(expected), "the first batch was committed before the kill"
+    assert_rebuild_changes_nothing(db)
+    again = run_memctl(db, "undo", operation, "--purge", "--apply", "--json")
+    if left:
+        assert again.returncode == 0, again.stderr
+        assert len(json.loads(again.stdout)["episodes"]) == left
+    assert check_whole_episodes(db, expected) == 0
     assert_rebuild_changes_nothing(db)

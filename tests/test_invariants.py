@@ -78,6 +78,9 @@ def assert_rebuild_is_a_no_op(memory: Memory) -> None:
     assert (report["facts_created"], report["facts_expired"]) == (0, 0)
     assert current_facts(memory) == before
     assert_episode_index_is_exact(memory)
+    # The last value said at an instant wins: no version holds for no time unless its end was stated so.
+    assert memory.db.execute("SELECT count(*) FROM facts WHERE end_reason = 'superseded' "
+                             "AND invalid_at = valid_at").fetchone() == (0,)
 
 
 def assert_episode_index_is_exact(memory: Memory) -> None:
@@ -388,3 +391,16 @@ def test_a_longer_reading_replaces_the_first_and_undoing_its_ingest_gives_the_fi
         memory.undo([report.operation_id], apply=True)
         assert current_facts(memory) == after_first
         assert_rebuild_is_a_no_op(memory)
+
+
+def test_one_episode_saying_a_then_b_then_a_at_one_instant_stores_a_alone():
+    at = "2024-03-01T00:00:00.000000Z"
+    said = [Assertion(subject="Alice", predicate="lives in", object=city, fact=f"Alice lives in {city}", valid_at=at,
+                      valid_at_evidence="explicit", cardinality="one", extractor="facts")
+            for city in ("Oslo", "Bergen", "Oslo")]
+    memory = ingested([[Episode(source="s", position=0, format="facts", content="moves", content_hash=content_hash("moves"),
+                                reference_time=at, reference_time_source="record", assertions=said)]])
+    rows = memory.db.execute("SELECT o.name, f.valid_at, f.invalid_at FROM facts f JOIN entities o ON o.id = f.object_id"
+                             ).fetchall()
+    assert rows == [("Oslo", at, None)]  # every version ever stored, not just the current ones
+    assert_rebuild_is_a_no_op(memory)

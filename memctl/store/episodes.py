@@ -7,6 +7,7 @@ touched, so the caller recomputes each touched slot once per transaction.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,8 +18,8 @@ from memctl.model import Assertion, Episode
 from memctl.store import in_chunks
 from memctl.store.embeddings import forget_vectors
 from memctl.store.episode_index import forget_texts, hold, index_texts, next_text_ids, release, unindex_texts
-from memctl.store.facts import Slot, SlotChanges, Value, recompute_slots
-from memctl.store.naming import mention_rank, name_from_new_mentions, rename_entities
+from memctl.store.facts import Slot, SlotChange, SlotChanges, Value, note_change, recompute_slots
+from memctl.store.naming import gave_name, mention_rank, name_from_new_mentions, rename_entities
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -26,23 +27,40 @@ if TYPE_CHECKING:
 
 @dataclass
 class Touched:
-    """What a change touched: the slots (and single values, see ``recompute_slots``) to
-    recompute, and the entities whose names to look up again."""
+    """What a change touched: the slots to recompute whole (and single values, see
+    ``recompute_slots``), the slots whose changed assertions are known (``changed``:
+    recomputed over the stretch of time those reach), and the entities whose names to
+    look up again."""
 
     slots: set[Slot] = field(default_factory=set)
     entities: set[int] = field(default_factory=set)
     values: set[Value] = field(default_factory=set)
+    changed: dict[Slot, SlotChange] = field(default_factory=dict)
+    # Entity id -> (rank, form) of its earliest mention added: it takes the name if earlier.
+    new_mentions: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def update(self, other: Touched) -> None:
         self.slots |= other.slots
         self.entities |= other.entities
         self.values |= other.values
+        for entity_id, mention in other.new_mentions.items():
+            if entity_id not in self.new_mentions or mention < self.new_mentions[entity_id]:
+                self.new_mentions[entity_id] = mention
+        for slot, change in other.changed.items():
+            if slot in self.changed:
+                self.changed[slot].merge(change)
+            else:
+                self.changed[slot] = change
+
+    def all_slots(self) -> set[Slot]:
+        return self.slots | set(self.changed)
 
 
 def recompute(db: Database, at: str, touched: Touched) -> SlotChanges:
     """Bring names and facts in line with the assertions after a change touched them."""
+    name_from_new_mentions(db, touched.new_mentions)
     rename_entities(db, touched.entities)
-    return recompute_slots(db, touched.slots, at, touched.values)
+    return recompute_slots(db, touched.slots, at, touched.values, touched.changed)
 
 
 def all_entities(db: Database) -> set[int]:
@@ -144,7 +162,7 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
     expire; the new reading's assertions take their place.
     """
     to_store = result.to_store
-    result.touched.update(touched_by(db, result.revised, active_only=True))
+    result.touched.update(touched_by(db, result.revised, active_only=True, added=False))
     # Their text may change below: its tokens go while the indexed text is still there.
     unindex_texts(db, result.reactivated + result.revised + result.extracted)
     for chunk, marks in in_chunks(result.revised):
@@ -172,8 +190,8 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
             for n, e in enumerate(to_store)
         ],
     )
-    result.assertions, slots = insert_assertions(db, to_store, at)
-    result.touched.slots |= slots
+    result.assertions, changed = insert_assertions(db, to_store, at)
+    result.touched.update(Touched(changed=changed))
     index_texts(db, [(first + n, e.content) for n, e in enumerate(to_store)])
     hold(db, result.added + result.reactivated, at)
 
@@ -190,9 +208,9 @@ class Extracted(Protocol):
     extraction_error: str | None
 
 
-def insert_assertions(db: Database, to_store: Sequence[Extracted], at: str) -> tuple[int, set[Slot]]:
-    """The episodes' assertions as new rows; how many, and the slots they touch."""
-    slots: set[Slot] = set()
+def insert_assertions(db: Database, to_store: Sequence[Extracted], at: str) -> tuple[int, dict[Slot, SlotChange]]:
+    """The episodes' assertions as new rows; how many, and what they change in which slots."""
+    changed: dict[Slot, SlotChange] = {}
     forms = {form for e in to_store for a in e.assertions for form in (a.subject, a.object)}
     ids_by_form = entity_ids(db, forms, at)
     rows = []
@@ -211,7 +229,8 @@ def insert_assertions(db: Database, to_store: Sequence[Extracted], at: str) -> t
                 a.invalid_at_evidence, a.invalid_at_precision, a.date_span, a.cardinality, a.extractor,
                 a.extracted_at or at, at, episode.reference_time,
             ))
-            slots.add((subject_id, predicate_key))
+            note_change(changed, (subject_id, predicate_key), a.valid_at or a.invalid_at or "", object_id,
+                        a.cardinality, added=True)
     name_from_new_mentions(db, first_mentions)
     db.conn.executemany(
         """
@@ -222,7 +241,7 @@ def insert_assertions(db: Database, to_store: Sequence[Extracted], at: str) -> t
         """,
         rows,
     )
-    return len(rows), slots
+    return len(rows), changed
 
 
 def replace_assertions(db: Database, episodes: Sequence[Extracted], at: str, operation_id: str) -> Touched:
@@ -230,7 +249,7 @@ def replace_assertions(db: Database, episodes: Sequence[Extracted], at: str, ope
     place. The old ones stay in the history, so ``--known-at`` still sees them, and
     ``revert_retry`` can bring them back; the old extraction state is journaled for it."""
     ids = [e.id for e in episodes]
-    touched = touched_by(db, ids, active_only=True)
+    touched = touched_by(db, ids, active_only=True, added=False)
     for chunk, marks in in_chunks(ids):
         db.execute(f"""INSERT INTO retries (operation_id, episode_id, old_extraction, old_extraction_error)
                        SELECT ?, id, extraction, extraction_error FROM episodes WHERE id IN ({marks})""",
@@ -238,8 +257,8 @@ def replace_assertions(db: Database, episodes: Sequence[Extracted], at: str, ope
     for chunk, marks in in_chunks(ids):
         db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
                    [at, *chunk])
-    _, slots = insert_assertions(db, episodes, at)
-    touched.slots |= slots
+    _, changed = insert_assertions(db, episodes, at)
+    touched.update(Touched(changed=changed))
     db.conn.executemany("UPDATE episodes SET extraction = ?, extraction_error = ? WHERE id = ?",
                         [(e.extraction, e.extraction_error, e.id) for e in episodes])
     return touched
@@ -288,7 +307,17 @@ def revert_undo(db: Database, episode_ids: list[str], undone_at: str, at: str) -
                       OR EXISTS (SELECT 1 FROM assertions WHERE episode_id = :e AND created_at > :t)""",
             {"e": episode_id, "t": undone_at}).fetchone()[0]
         (left if changed_since else back).append(episode_id)
-    touched = _reactivate(db, back, undone_at, at)
+    # An undo commits in batches, each at its own instant: the end of an episode's last
+    # span says when its batch took it out, and so which of its assertions that expired.
+    batch_of: dict[str, list[str]] = defaultdict(list)
+    for chunk, marks in in_chunks(back):
+        for episode_id, released_at in db.execute(
+                f"SELECT episode_id, max(held_until) FROM episode_spans WHERE episode_id IN ({marks}) "
+                "GROUP BY episode_id", chunk):
+            batch_of[released_at].append(episode_id)
+    touched = Touched()
+    for released_at, ids in batch_of.items():
+        touched.update(_reactivate(db, ids, released_at, at))
     for chunk, marks in in_chunks(back):
         db.execute(f"UPDATE episodes SET status = 'active' WHERE id IN ({marks})", chunk)
     hold(db, back, at)
@@ -324,7 +353,7 @@ def revert_revisions(db: Database, operation_id: str, at: str) -> tuple[Touched,
 def _reactivate(db: Database, episode_ids: list[str], expired_at: str, at: str) -> Touched:
     """The episodes' assertions that expired at ``expired_at`` replace their active ones,
     as new rows from ``at`` on: the history keeps what was believed in between."""
-    touched = touched_by(db, episode_ids, active_only=True)
+    touched = touched_by(db, episode_ids, active_only=True, added=False)
     columns = ("episode_id, ordinal, subject, subject_id, predicate, predicate_key, object, object_id, fact, valid_at, "
                "valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence, invalid_at_precision, "
                "date_span, cardinality, extractor, extracted_at, reference_time")
@@ -334,27 +363,48 @@ def _reactivate(db: Database, episode_ids: list[str], expired_at: str, at: str) 
         db.execute(f"""INSERT INTO assertions ({columns}, created_at)
                        SELECT {columns}, ? FROM assertions
                        WHERE expired_at = ? AND episode_id IN ({marks}) ORDER BY id""", [at, expired_at, *chunk])
-    touched.update(touched_by(db, episode_ids, active_only=True))
+    touched.update(touched_by(db, episode_ids, active_only=True, added=True))
     return touched
 
 
-def touched_by(db: Database, episode_ids: list[str], *, active_only: bool) -> Touched:
+def touched_by(db: Database, episode_ids: list[str], *, active_only: bool, added: bool | None = None) -> Touched:
+    """What the episodes' assertions touch. ``added``: they are being added (True) or
+    taken out (False), so their slots are recomputed over the stretch of time they
+    reach; None: their slots are recomputed whole.
+
+    Names: a mention added takes the name only if it ranks first; one taken out (or
+    whose slot is recomputed whole) makes its entity look its name up again only if it
+    gave the name. A hot entity has hundreds of thousands of mentions to look through.
+    """
     touched = Touched()
     condition = "AND expired_at IS NULL" if active_only else ""
+    given: dict[int, set[str]] = defaultdict(set)  # entity id -> ranks of the mentions going
     for chunk, marks in in_chunks(episode_ids):
-        for subject_id, predicate_key, object_id in db.execute(
-            f"""SELECT subject_id, predicate_key, object_id FROM assertions
-                WHERE episode_id IN ({marks}) {condition}""",
+        for (subject_id, predicate_key, object_id, instant, cardinality, valid_at, invalid_at, reference_time,
+             episode_id, ordinal, subject, object_) in db.execute(
+            f"""SELECT subject_id, predicate_key, object_id, coalesce(valid_at, invalid_at), cardinality, valid_at,
+                       invalid_at, reference_time, episode_id, ordinal, subject, object
+                FROM assertions WHERE episode_id IN ({marks}) {condition}""",
             chunk,
         ).fetchall():
-            touched.slots.add((subject_id, predicate_key))
-            touched.entities.update((subject_id, object_id))
+            if added is None:
+                touched.slots.add((subject_id, predicate_key))
+            else:
+                note_change(touched.changed, (subject_id, predicate_key), instant, object_id, cardinality, added=added)
+            for side, (entity_id, form) in enumerate([(subject_id, subject), (object_id, object_)]):
+                rank = mention_rank(valid_at, invalid_at, reference_time, episode_id, ordinal, side)
+                if added:
+                    if entity_id not in touched.new_mentions or rank < touched.new_mentions[entity_id][0]:
+                        touched.new_mentions[entity_id] = (rank, form)
+                else:
+                    given[entity_id].add(rank)
+    touched.entities = gave_name(db, given)
     return touched
 
 
 def expire_episodes(db: Database, episode_ids: list[str], at: str) -> Touched:
     """Undo: the episodes' assertions stop being believed at ``at``; history keeps them."""
-    touched = touched_by(db, episode_ids, active_only=True)
+    touched = touched_by(db, episode_ids, active_only=True, added=False)
     for chunk, marks in in_chunks(episode_ids):
         db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
                    [at, *chunk])
@@ -363,40 +413,49 @@ def expire_episodes(db: Database, episode_ids: list[str], at: str) -> Touched:
     return touched
 
 
-def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
-    """Erase episodes for good: their content, their assertions, and every fact version
-    that any of those assertions supported (current or past), and the vectors of those
-    texts, so no copy of the text survives. Entities nothing mentions any more go too. The caller recomputes the
-    touched slots, which rebuilds the versions the remaining assertions support.
+def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges:
+    """Erase episodes for good: their content, their assertions, every fact version that
+    any of those assertions supported (current or past), and the vectors of those texts,
+    so no copy of the text survives. Entities nothing mentions any more go too.
+
+    The episodes are undone first, which brings the facts in line with the assertions
+    that remain (what is returned: the versions expired and inserted). A current fact
+    that one of the erased assertions had also supported then carries on as a new row
+    with the rest of its support, so its history does not name what is erased.
 
     The freed pages are zeroed (secure_delete) and both text indexes merged into one
     segment, so no page or older index segment keeps a copy of the text.
     """
-    touched = touched_by(db, episode_ids, active_only=False)
+    mentioned = mentioned_entities(db, episode_ids)
+    touched = expire_episodes(db, episode_ids, at)
+    changes = recompute(db, at, touched)
     with secure_delete(db):
         forget_texts(db, episode_ids)
         forget_vectors(db, episode_ids)
-        for chunk, marks in in_chunks(episode_ids):
-            doomed = f"SELECT DISTINCT fact_id FROM fact_provenance WHERE episode_id IN ({marks})"
-            db.execute(f"DELETE FROM facts_fts WHERE rowid IN ({doomed})", chunk)
-            db.execute("CREATE TEMP TABLE IF NOT EXISTS doomed_facts (id INTEGER PRIMARY KEY)")
-            db.execute("DELETE FROM temp.doomed_facts")
-            db.execute(f"INSERT INTO temp.doomed_facts {doomed}", chunk)
-            db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
-            db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")
-            # The journals hold the episodes' old dates, states and readings, the cache what
-            # a model made of their text: they go with them.
-            db.execute(f"DELETE FROM repairs WHERE assertion_id IN (SELECT id FROM assertions "
-                       f"WHERE episode_id IN ({marks}))", chunk)
-            db.execute(f"DELETE FROM retries WHERE episode_id IN ({marks})", chunk)
-            db.execute(f"DELETE FROM revisions WHERE episode_id IN ({marks})", chunk)
-            db.execute(f"DELETE FROM llm_cache WHERE episode_id IN ({marks})", chunk)
-            db.execute(f"DELETE FROM assertions WHERE episode_id IN ({marks})", chunk)
-            db.execute(f"DELETE FROM episodes WHERE id IN ({marks})", chunk)
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS purged_episodes (id TEXT PRIMARY KEY)")
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS doomed_facts (id INTEGER PRIMARY KEY, copy INTEGER)")
+        db.execute("DELETE FROM temp.purged_episodes")
+        db.execute("DELETE FROM temp.doomed_facts")
+        db.conn.executemany("INSERT INTO temp.purged_episodes VALUES (?)", [(e,) for e in episode_ids])
+        db.execute("""INSERT OR IGNORE INTO temp.doomed_facts (id)
+                      SELECT p.fact_id FROM temp.purged_episodes e CROSS JOIN assertions a ON a.episode_id = e.id
+                      CROSS JOIN fact_provenance p ON p.assertion_id = a.id""")
+        _carry_on(db, at)
+        db.execute("DELETE FROM facts_fts WHERE rowid IN (SELECT id FROM temp.doomed_facts)")
+        db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
+        db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")
+        # The journals hold the episodes' old dates, states and readings, the cache what
+        # a model made of their text: they go with them.
+        purged = "SELECT id FROM temp.purged_episodes"
+        db.execute("DELETE FROM repairs WHERE assertion_id IN (SELECT a.id FROM temp.purged_episodes e "
+                   "CROSS JOIN assertions a ON a.episode_id = e.id)")
+        for table in ("retries", "revisions", "llm_cache", "assertions"):
+            db.execute(f"DELETE FROM {table} WHERE episode_id IN ({purged})")
+        db.execute(f"DELETE FROM episodes WHERE id IN ({purged})")
         db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')")
         orphans = [
             entity_id
-            for entity_id in touched.entities
+            for entity_id in sorted(mentioned)
             if not any(
                 db.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1", [entity_id]).fetchone()
                 for table in ("assertions", "facts")
@@ -404,8 +463,39 @@ def purge_episodes(db: Database, episode_ids: list[str]) -> Touched:
             )
         ]
         db.conn.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in orphans])
-    touched.entities -= set(orphans)
-    return touched
+    return changes
+
+
+def mentioned_entities(db: Database, episode_ids: list[str]) -> set[int]:
+    """Every entity the episodes' assertions (active or not) name."""
+    found: set[int] = set()
+    for chunk, marks in in_chunks(episode_ids):
+        for subject_id, object_id in db.execute(
+                f"SELECT subject_id, object_id FROM assertions WHERE episode_id IN ({marks})", chunk):
+            found.update((subject_id, object_id))
+    return found
+
+
+def _carry_on(db: Database, at: str) -> None:
+    """The current facts among ``temp.doomed_facts`` as new rows from ``at`` on, with the
+    support that is not being erased; the doomed rows go after."""
+    first = db.execute("SELECT coalesce(max(id), 0) + 1 FROM facts").fetchone()[0]
+    db.execute("""UPDATE temp.doomed_facts SET copy = ? + (SELECT count(*) FROM temp.doomed_facts d
+                                                          JOIN facts f ON f.id = d.id
+                                                          WHERE f.expired_at IS NULL AND d.id < doomed_facts.id)
+                  WHERE id IN (SELECT id FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)
+                               AND expired_at IS NULL)""", [first])
+    columns = "subject_id, predicate, predicate_key, object_id, fact, cardinality, valid_at, invalid_at, end_reason"
+    db.execute(f"""INSERT INTO facts (id, {columns}, created_at)
+                   SELECT d.copy, {columns}, ? FROM temp.doomed_facts d JOIN facts f ON f.id = d.id
+                   WHERE d.copy IS NOT NULL""", [at])
+    db.execute("""INSERT INTO fact_provenance (fact_id, assertion_id, episode_id)
+                  SELECT d.copy, p.assertion_id, p.episode_id FROM temp.doomed_facts d
+                  JOIN fact_provenance p ON p.fact_id = d.id
+                  WHERE d.copy IS NOT NULL AND p.episode_id NOT IN (SELECT id FROM temp.purged_episodes)""")
+    db.execute("""INSERT INTO facts_fts (rowid, fact, subject, predicate, object)
+                  SELECT f.id, f.fact, s.name, f.predicate, o.name FROM temp.doomed_facts d JOIN facts f ON f.id = d.copy
+                  JOIN entities s ON s.id = f.subject_id JOIN entities o ON o.id = f.object_id""")
 
 
 @contextmanager

@@ -57,6 +57,16 @@ def name_from_new_mentions(db: Database, mentions: dict[int, tuple[str, str]]) -
     )
 
 
+def gave_name(db: Database, ranks: dict[int, set[str]]) -> set[int]:
+    """Of entities and ranks of some of their mentions, those whose name one of these gave:
+    only they need their name looked up again when these go."""
+    found: set[int] = set()
+    for chunk, marks in in_chunks(sorted(ranks)):
+        found.update(entity_id for entity_id, name_rank in db.execute(
+            f"SELECT id, name_rank FROM entities WHERE id IN ({marks})", chunk) if name_rank in ranks[entity_id])
+    return found
+
+
 def rename_entities(db: Database, entity_ids: Iterable[int]) -> None:
     """Look each entity's name up again among all its active mentions.
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memctl.results import Operation
 from memctl.store import Queryable
+from memctl.store.connection import Clock, transaction_time, write_transaction
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -83,6 +84,13 @@ def save_counts(db: Database, entry: Entry) -> None:
 
 def finish(db: Database, operation_id: str, status: str, at: str) -> None:
     db.execute("UPDATE operations SET status = ?, finished_at = ? WHERE id = ?", [status, at, operation_id])
+
+
+def finish_apart(db: Database, clock: Clock, operation_id: str, status: str) -> None:
+    """Mark an operation that spans many transactions (an ingest, a long undo) done or
+    interrupted, in a transaction of its own."""
+    with write_transaction(db):
+        finish(db, operation_id, status, transaction_time(db, clock))
 
 
 @contextmanager

@@ -381,3 +381,25 @@ def operation_process(db: Database) -> None:
         ALTER TABLE operations ADD COLUMN process TEXT;
         """
     )
+
+
+@migrations(name="0012_timeline_indexes")
+def timeline_indexes(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- A recomputation reads only the stretch of a slot's timeline that a change
+        -- reaches (store/facts.py): the active assertions and current facts of a slot,
+        -- or of one value of a many-valued slot, in time order. An assertion's place in
+        -- the timeline is a column (computed, not stored) so that a join can range over
+        -- it: SQLite ranges over an indexed expression only against constants.
+        ALTER TABLE assertions ADD COLUMN instant TEXT GENERATED ALWAYS AS (coalesce(valid_at, invalid_at)) VIRTUAL;
+        CREATE INDEX assertions_slot_timeline ON assertions(subject_id, predicate_key, instant)
+            WHERE expired_at IS NULL;
+        CREATE INDEX assertions_value_timeline ON assertions(subject_id, predicate_key, object_id, instant)
+            WHERE expired_at IS NULL;
+        CREATE INDEX facts_slot_timeline ON facts(subject_id, predicate_key, valid_at) WHERE expired_at IS NULL;
+        CREATE INDEX facts_value_timeline ON facts(subject_id, predicate_key, object_id, valid_at)
+            WHERE expired_at IS NULL;
+        """
+    )
