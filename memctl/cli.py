@@ -159,6 +159,11 @@ def _visible(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+def _cell(value) -> str:
+    """A table cell as plain, visible text (a rich Text gives its characters)."""
+    return "" if value is None else _visible(value.plain if hasattr(value, "plain") else str(value))
+
+
 class _TabSeparated:
     """A table as lines of tab-separated cells, for a pipe: no wrapping, no borders, one
     record a line (tabs and newlines inside a cell become spaces)."""
@@ -176,10 +181,16 @@ class _TabSeparated:
 
 
 def _table(title: str | None, columns: list[str], rows: list[list]):
-    cells = [["" if v is None else _visible(str(v).replace("\t", " ")) for v in row] for row in rows]
     if not sys.stdout.isatty():
-        return _TabSeparated(title, columns, [[" ".join(cell.splitlines()) for cell in row] for row in cells])
+        return _TabSeparated(title, columns, [[" ".join(_cell(v).replace("\t", " ").splitlines()) for v in row]
+                                              for row in rows])
     from rich.table import Table
+    from rich.text import Text
+
+    # Cells are Text, never markup: a stored "[REDACTED:password]" or "[bold]" is shown as
+    # written. A Text given (a snippet with its matched words in bold) keeps its style; it
+    # was made from visible text already.
+    cells = [[v if isinstance(v, Text) else Text(_cell(v)) for v in row] for row in rows]
 
     table = Table(title=title, title_justify="left")
     for column in columns:
@@ -489,8 +500,8 @@ def _recall_table(result) -> None:
     rows = []
     for r in result.results:
         if r.kind == "episode":
-            rows.append(["said", _marked(Text, r.snippet), _day(r.reference_time), f"{_source_name(r.source)}:{r.position}",
-                         r.episode_id])
+            rows.append(["said", _marked(Text, _visible(r.snippet)), _day(r.reference_time),
+                         f"{_source_name(r.source)}:{r.position}", r.episode_id])
         else:
             rows.append(["fact", r.fact, f"{_day(r.valid_at)} → {_day(r.invalid_at)}", r.status, " ".join(r.episodes or [])])
     _console().print(_table(title, ["", "what", "when", "status / from", "episodes"], rows))

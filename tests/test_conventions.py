@@ -4,6 +4,7 @@ values, exit codes that agree."""
 
 from __future__ import annotations
 
+import json
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -164,3 +165,14 @@ def write_chat(path: Path, day: int) -> None:
     path.write_text("\n".join(json.dumps(r) for r in [
         {"role": "user", "content": f"we moved billing to Postgres on day {day}", "timestamp": f"2024-03-{day:02d}T10:00:00Z"},
         {"role": "assistant", "content": "noted", "timestamp": f"2024-03-{day:02d}T10:00:05Z"}]) + "\n")
+
+
+def test_terminal_tables_show_stored_brackets_as_written(cli, monkeypatch, tmp_path):
+    """A stored value is never read as rich markup: "[bold]" or a redaction mark shows as written."""
+    facts = tmp_path / "f.jsonl"
+    facts.write_text(json.dumps({"reference_time": "2024-01-01T00:00:00Z", "content": "ci notes", "facts": [
+        {"subject": "ci", "predicate": "runs on", "object": "[b]CI[/b]"}]}) + "\n")
+    assert cli("ingest", facts, "--format", "facts").code == 0
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    shown = cli("facts", "--subject", "ci")
+    assert shown.code == 0 and "[b]CI[/b]" in shown.out
