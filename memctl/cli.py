@@ -782,9 +782,12 @@ def show(
         _print_json(data)
         return
     console = _console()
-    console.print(f"[bold]{data.id}[/bold] {data.status}  {data.source}:{data.position}")
+    from rich.markup import escape
+
+    console.print(f"[bold]{data.id}[/bold] {data.status}  {escape(_visible(data.source))}:{data.position}")
+    note = f": {escape(_visible(data.extraction_error))}" if data.extraction_error else ""
     console.print(f"reference time {_day(data.reference_time)} (from {data.reference_time_source}); "
-                  f"extraction {data.extraction}" + (f": {data.extraction_error}" if data.extraction_error else "") + "\n")
+                  f"extraction {data.extraction}{note}\n")
     # Stored text may hold what a terminal would obey (a pasted log's escape sequences).
     console.print(_visible(data.content), markup=False, highlight=False)
     # An assertion stops being active when its episode is undone or a retry replaces it.
