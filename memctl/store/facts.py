@@ -7,7 +7,7 @@ and the new shape inserted. The transaction-time history is therefore append-onl
 
 A change whose assertions are known (``SlotChange``: ingest, undo) is resolved only
 over the stretch of time it can reach, not over the whole slot: the stored facts say
-what state the timeline is in at any instant (``_state_before``, ``_state_after``), so
+what state the timeline is in at any instant (``_state_before``, ``_Timeline``), so
 the sweep starts at the last instant before the change whose state is certain, and
 stops at the first instant after it where the new state meets the stored one. From
 there on both timelines resolve alike. A backfill that restates a hot slot in every
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -173,7 +173,7 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterab
             windows.append(((*slot, None), sorted(set().union(*change.instants.values()))))
         else:
             windows += [((*slot, object_id), sorted(instants)) for object_id, instants in sorted(change.instants.items())]
-    outcomes = _resolve_whole(db, _sorted_parts(whole, values)) + _resolve_windows(db, windows)
+    outcomes = _resolve_whole(db, _sorted_parts(whole, values)) + _resolve_windows(db, windows, at)
     return _write(db, outcomes, at)
 
 
@@ -227,14 +227,20 @@ _LOOK_BACK = (2, 8)
 _READ_AHEAD = (8, 64, 512)
 
 
-def _state_before(rows_latest_first: list[dict], instant: str, complete: bool) -> tuple[str, dict | None] | None:
-    """An instant at or before ``instant`` at which the state of the stored timeline is
-    certain, and the fact open there (None: none was), from the stored facts that start
-    before ``instant``, latest first (``complete``: all of them). None if none is certain.
+# (stored fact id, instant, inclusive) -> the end it had stated by then
+StatedAt = Callable[[int, str, bool], "str | None"]
 
-    The open fact is the one that started last, if only one did at that instant; its
-    stated end is certain when it has none, or one before the instant (an end stated
-    later in the timeline is never earlier than where it is stated).
+
+def _state_before(rows_latest_first: list[dict], instant: str, complete: bool,
+                  stated_at: StatedAt) -> tuple[str, dict | None, str | None] | None:
+    """An instant at or before ``instant`` at which the state of the stored timeline is
+    certain, the fact open there (None: none was) and the end it had stated by then,
+    from the stored facts that start before ``instant``, latest first (``complete``: all
+    of them). None if none is certain.
+
+    The open fact is the one that started last, if only one did at that instant. Its
+    stated end is the stored one when that lies before the instant (an end is never
+    stated before where it is stated in the timeline), else asked of ``stated_at``.
     """
     boundary, i = instant, 0
     while i < len(rows_latest_first):
@@ -245,16 +251,14 @@ def _state_before(rows_latest_first: list[dict], instant: str, complete: bool) -
         if j == len(rows_latest_first) and not complete:
             return None  # more may start at that instant
         row = rows_latest_first[i]
-        if j == i + 1 and (row["end_reason"] != "stated" or row["invalid_at"] < boundary):
-            return boundary, row
+        if j == i + 1:
+            if row["end_reason"] != "stated":
+                return boundary, row, None
+            if row["invalid_at"] < boundary:
+                return boundary, row, row["invalid_at"]
+            return boundary, row, stated_at(row["id"], boundary, False)
         boundary, i = start, j
-    return (boundary, None) if complete else None
-
-
-def _stored_state(row: dict | None) -> tuple[int, str | None] | None:
-    if row is None:
-        return None
-    return row["object_id"], row["invalid_at"] if row["end_reason"] == "stated" else None
+    return (boundary, None, None) if complete else None
 
 
 @dataclass
@@ -264,6 +268,7 @@ class _Window:
 
     boundary: str
     head_row: dict | None
+    head_stated: str | None  # the end the head had stated by the boundary
     last: str
     read: list[SlotAssertion] = field(default_factory=list)  # active assertions in it
     stored: list[dict] = field(default_factory=list)  # current facts that start in it
@@ -290,25 +295,39 @@ class _Timeline:
                 self.rows.append(row)
                 self.starts.append(row["valid_at"])
 
-    def state_after(self, instant: str) -> tuple[bool, dict | None]:
-        """(certain, the fact open then)."""
+    def state_after(self, instant: str, stated_at: StatedAt) -> tuple[bool, dict | None, str | None]:
+        """(certain, the fact open then, the end it had stated by then)."""
         k = bisect_right(self.starts, instant)
         if k == 0:
-            return True, None
+            return True, None, None
         row = self.rows[k - 1]
         if k > 1 and self.starts[k - 2] == row["valid_at"]:
-            return False, None
-        return row["end_reason"] != "stated" or row["invalid_at"] <= instant, row
+            return False, None, None
+        if row["end_reason"] != "stated":
+            return True, row, None
+        if row["invalid_at"] <= instant:
+            return True, row, row["invalid_at"]
+        return True, row, stated_at(row["id"], instant, True)
 
     def up_to(self, instant: str) -> list[dict]:
         return self.rows[:bisect_right(self.starts, instant)]
 
 
-def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]]) -> list[_Outcome]:
+def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]], at: str) -> list[_Outcome]:
     """Parts whose changed instants are known, each resolved over the stretches of time
-    those reach."""
+    those reach (``at``: the change's transaction time)."""
     if not windows:
         return []
+
+    def stated_at(fact_id: int, instant: str, inclusive: bool) -> str | None:
+        """The end a stored fact had stated once the assertions behind it before (or up to)
+        ``instant`` were resolved: the latest ``invalid_at`` among them, as they were
+        before this change (those it took out at ``at`` still count)."""
+        return db.execute(
+            f"SELECT max(a.invalid_at) FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id "
+            f"WHERE p.fact_id = ? AND (a.expired_at IS NULL OR a.expired_at = ?) "
+            f"AND a.instant {'<=' if inclusive else '<'} ?", [fact_id, at, instant]).fetchone()[0]
+
     # 1. Where a sweep can start for each changed instant: the stored facts before it,
     # the last two (most often the last is open there, certainly), else a few more.
     probes = [(n, instant) for n, (_, instants) in enumerate(windows) for instant in instants]
@@ -324,11 +343,11 @@ def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]]) -> lis
         still = []
         for k in undecided:
             rows = sorted(earlier.get(k, []), key=lambda row: row["valid_at"], reverse=True)
-            start = _state_before(rows, probes[k][1], complete=len(rows) < look_back)
+            start = _state_before(rows, probes[k][1], len(rows) < look_back, stated_at)
             if start is None:
                 still.append(k)
             else:
-                stretches[probes[k][0]].append(_Window(start[0], start[1], probes[k][1]))
+                stretches[probes[k][0]].append(_Window(*start, probes[k][1]))
         undecided = still
         if not undecided:
             break
@@ -369,7 +388,7 @@ def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]]) -> lis
         window.stored.sort(key=lambda row: row["valid_at"])
         by_part[n].append(window)
     outcomes = [outcome for n, part_windows in by_part.items()
-                for outcome in _sweep_part(db, windows[n][0], part_windows)]
+                for outcome in _sweep_part(db, windows[n][0], part_windows, stated_at)]
     return outcomes + _resolve_whole(db, [windows[n][0] for n in sorted(whole)])
 
 
@@ -406,7 +425,7 @@ _WINDOW_FACTS = {value_parts: f"""
       AND f.valid_at >= t.lo AND f.valid_at <= t.hi""" for value_parts in (False, True)}
 
 
-def _sweep_part(db: Database, part: Part, windows: list[_Window]) -> list[_Outcome]:
+def _sweep_part(db: Database, part: Part, windows: list[_Window], stated_at: StatedAt) -> list[_Outcome]:
     """Resolve one part over its stretches, in timeline order.
 
     Each sweep starts at a stretch's boundary from the fact the stored timeline had open
@@ -428,7 +447,7 @@ def _sweep_part(db: Database, part: Part, windows: list[_Window]) -> list[_Outco
         timeline = _Timeline()
         if window.head_row is not None:
             head = ResolvedFact(object_id=window.head_row["object_id"], valid_at=window.head_row["valid_at"],
-                                stated_end=_stored_state(window.head_row)[1])  # type: ignore[index]
+                                stated_end=window.head_stated)
             timeline.add([window.head_row])
             outcome.claims.append((head, window.head_row["id"], None, window.boundary))
             outcome.words[id(head)] = (window.head_row["predicate"], window.head_row["fact"])
@@ -442,7 +461,7 @@ def _sweep_part(db: Database, part: Part, windows: list[_Window]) -> list[_Outco
         at_end = False
 
         while True:
-            done, open_row = _met(timeline, sweep, reached, must_reach)
+            done, open_row = _met(timeline, sweep, reached, must_reach, stated_at)
             if done:
                 following = windows[i] if i < len(windows) else None
                 if (open_row is not None and following is not None and following.head_row is not None
@@ -450,7 +469,7 @@ def _sweep_part(db: Database, part: Part, windows: list[_Window]) -> list[_Outco
                     # The same fact is open where the next stretch begins: go on with it there.
                     assert sweep.open_fact is not None  # the states are equal
                     outcome.claims.append((sweep.open_fact, open_row["id"], reached, following.boundary))
-                    sweep.open_fact.stated_end = _stored_state(following.head_row)[1]  # type: ignore[index]
+                    sweep.open_fact.stated_end = following.head_stated
                     timeline.add(following.stored)
                     sweep.feed(following.read)
                     outcome.scope.update((a.id, a.episode_id) for a in following.read)
@@ -493,18 +512,22 @@ def _sweep_part(db: Database, part: Part, windows: list[_Window]) -> list[_Outco
                 while i < len(windows) and windows[i].boundary <= reached:
                     must_reach = max(must_reach, windows[i].last)
                     i += 1
-                if _met(timeline, sweep, reached, must_reach)[0]:
+                if _met(timeline, sweep, reached, must_reach, stated_at)[0]:
                     at_end = False  # what was read past here is not needed
                     break
         outcomes.append(outcome)
     return outcomes
 
 
-def _met(timeline: _Timeline, sweep: Sweep, reached: str, must_reach: str) -> tuple[bool, dict | None]:
+def _met(timeline: _Timeline, sweep: Sweep, reached: str, must_reach: str,
+         stated_at: StatedAt) -> tuple[bool, dict | None]:
     """Whether, once everything up to ``reached`` is resolved, the new timeline is in the
     stored one's state (so the rest resolves alike), and the stored fact open then."""
-    certain, open_row = timeline.state_after(reached)
-    return reached >= must_reach and certain and sweep.state() == _stored_state(open_row), open_row
+    if reached < must_reach:
+        return False, None
+    certain, open_row, stated = timeline.state_after(reached, stated_at)
+    old = None if open_row is None else (open_row["object_id"], stated)
+    return certain and sweep.state() == old, open_row
 
 
 def _one_part(alias: str, part: Part) -> tuple[str, list]:
