@@ -28,7 +28,7 @@ from memctl.extract import Extractor, reads_context
 from memctl.extract.stage import RequestBuilder, run_requests
 from memctl.ingest import COUNTED, tally
 from memctl.model import Episode, content_hash
-from memctl.redact import redact
+from memctl.redact import redact_into
 from memctl.results import IngestReport, MemoryAdded
 from memctl.sources import cut
 from memctl.store import operations as journal
@@ -62,7 +62,9 @@ def add_memory(db: Database, clock: Clock, content: str, *, reference_time: str 
                          reference_time=episode.reference_time, reference_time_source=episode.reference_time_source,
                          extraction=episode.extraction, extraction_error=episode.extraction_error,
                          extractor=report.extractor, already_present=False, guard_changes=report.guard_changes,
-                         redactions=episode.redactions, llm_unavailable=report.llm_unavailable)
+                         redactions=episode.redactions, redacted=episode.redacted,
+                         llm_unavailable=report.llm_unavailable,
+                         dropped=[line.removeprefix(f"{episode.id}: ") for line in report.dropped])
     command = {"add_memory": {"source": episode.source, "reference_time": reference_time}, "extractor": result.extractor}
     with write_transaction(db):
         at = transaction_time(db, clock)
@@ -90,14 +92,17 @@ def _episode(db: Database, clock: Clock, content: str, reference_time: str | Non
         raise BadInput("is empty; leave it out for the default, or name where the memory comes from", parameter="source")
     when = times.instant_argument(reference_time, what="reference_time") or times.to_storage(clock())
     said = "call" if reference_time is None else "record"
+    redacted: dict[str, int] = {}
     assertions = None
     if facts is not None:
         from memctl.sources.facts import read_facts
 
-        assertions = read_facts(facts, when)
-    source = source.strip() if source is not None else DEFAULT_SOURCE
-    text, redactions = redact(cut(content.strip()))
+        assertions = read_facts(facts, when, redacted)
+    # The source is an agent's free text too, and is stored with the episode.
+    source = redact_into(source.strip(), redacted) if source is not None else DEFAULT_SOURCE
+    # Redacted before the cut: a cut through a secret would leave a part no rule knows.
+    text, cut_chars = cut(redact_into(content.strip(), redacted))
     return Episode(source=source, position=reads.next_position(db, source), format=FORMAT, content=text,
                    content_hash=content_hash(text), reference_time=when, reference_time_source=said,
-                   assertions=assertions or [], redactions=redactions,
+                   assertions=assertions or [], redacted=redacted, cut_chars=cut_chars,
                    extraction="structured" if facts is not None else "pending")

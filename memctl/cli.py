@@ -22,6 +22,7 @@ from memctl.errors import (
     FileRefused,
     LLMUnavailable,
     MemctlError,
+    NoModel,
     NotFound,
     NothingToExtract,
     StoreUnavailable,
@@ -37,6 +38,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of a table.")]
@@ -44,6 +46,9 @@ ExtractorOption = Annotated[str, typer.Option(
     "--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")]
 ModelOption = Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")]
 ConcurrencyOption = Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")]
+TimeoutOption = Annotated[Optional[float], typer.Option(
+    "--timeout", help="Seconds one LLM call may take before it is tried again (default: $MEMCTL_LLM_TIMEOUT, "
+    "else 120); raise it for a slow local model.")]
 EmbeddingsOption = Annotated[Optional[str], typer.Option(
     "--embeddings-model", help="Embeddings model for vectors (default: $MEMCTL_EMBEDDINGS_MODEL; none: no vectors): "
     "local:wordllama, or a model of the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")]
@@ -53,12 +58,46 @@ class State:
     db_path: Path | None = None
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        typer.echo(f"memctl {version('memctl')}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     db: Annotated[Optional[Path], typer.Option(
-        "--db", help="Database file (default: $MEMCTL_DB, else the user data dir).")] = None,
+        "--db", help="Database file (default: $MEMCTL_DB, else the user data dir); before or after the command.")] = None,
+    _version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print memctl's version and exit.")] = False,
 ) -> None:
     State.db_path = db
+
+
+def _db_first(args: list[str]) -> list[str]:
+    """``args`` with every ``--db PATH`` moved before the command, so ``memctl stats --db x``
+    means ``memctl --db x stats`` (the option is the group's: one declaration, not one per
+    command). After ``--`` nothing moves: those are arguments, whatever they look like."""
+    moved: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest.extend(args[index:])
+            break
+        if arg == "--db" and index + 1 < len(args):
+            moved += args[index:index + 2]
+            index += 2
+            continue
+        if arg.startswith("--db="):
+            moved.append(arg)
+        else:
+            rest.append(arg)
+        index += 1
+    return moved + rest
 
 
 def _memory(*, must_exist: bool = True, embeddings_model: str | None = None):
@@ -99,7 +138,9 @@ def _print_json(data) -> None:
 def _console():
     from rich.console import Console
 
-    return Console()
+    # Piped output is never wrapped or cut (rich's default is 80 columns without a
+    # terminal): a grep for an episode id or a path must find it whole.
+    return Console(width=None if sys.stdout.isatty() else 1 << 16)
 
 
 def _console_err():
@@ -108,19 +149,80 @@ def _console_err():
     return Console(stderr=True)
 
 
+# C0 controls but newline and tab, DEL and C1: what a stored text may hold (a pasted
+# terminal log, a binary note) and what must not reach a terminal as bytes, where an
+# escape sequence could recolour, retitle or clear it. Shown as \x1b instead.
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7f, 0xa0)] if chr(code) not in "\n\t"}
+
+
+def _visible(text: str) -> str:
+    return text.translate(_CONTROLS)
+
+
+def _cell(value) -> str:
+    """A table cell as plain, visible text (a rich Text gives its characters)."""
+    return "" if value is None else _visible(value.plain if hasattr(value, "plain") else str(value))
+
+
+class _TabSeparated:
+    """A table as lines of tab-separated cells, for a pipe: no wrapping, no borders, one
+    record a line (tabs and newlines inside a cell become spaces)."""
+
+    def __init__(self, title: str | None, columns: list[str], rows: list[list[str]]):
+        self.title, self.columns, self.rows = title, columns, rows
+
+    def __rich_console__(self, console, options):
+        from rich.segment import Segment
+
+        header = [self.columns] if any(self.columns) else []
+        for line in ([self.title] if self.title else []) + ["\t".join(cells) for cells in header + self.rows]:
+            yield Segment(line)
+            yield Segment.line()
+
+
 def _table(title: str | None, columns: list[str], rows: list[list]):
+    if not sys.stdout.isatty():
+        return _TabSeparated(title, columns, [[" ".join(_cell(v).replace("\t", " ").splitlines()) for v in row]
+                                              for row in rows])
     from rich.table import Table
+    from rich.text import Text
+
+    # Cells are Text, never markup: a stored "[REDACTED:password]" or "[bold]" is shown as
+    # written. A Text given (a snippet with its matched words in bold) keeps its style; it
+    # was made from visible text already.
+    cells = [[v if isinstance(v, Text) else Text(_cell(v)) for v in row] for row in rows]
 
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*["" if v is None else str(v) for v in row])
+    for row in cells:
+        table.add_row(*row)
     return table
 
 
 def _day(stored: str | None) -> str:
-    return "…" if stored is None else stored[:19].replace("T", " ")
+    """A stored time as a person reads it, still plainly UTC: ``2024-03-01 10:00:00Z``."""
+    return "…" if stored is None else stored[:19].replace("T", " ") + "Z"
+
+
+def _readable(value) -> str:
+    """A record's value in a table: a count for a list of ids, a time range with an arrow,
+    yes/no, never a Python repr."""
+    from memctl.times import STORAGE_PATTERN
+
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return _day(value) if STORAGE_PATTERN.fullmatch(value) else value
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {_readable(item)}" for key, item in value.items()) or "—"
+    if isinstance(value, list):
+        if value and all(item is None or isinstance(item, str) and STORAGE_PATTERN.fullmatch(item) for item in value):
+            return " → ".join(_day(item) for item in value)
+        return str(len(value))
+    return str(value)
 
 
 @app.command()
@@ -137,6 +239,7 @@ def ingest(
     extractor: ExtractorOption = "auto",
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
+    timeout: TimeoutOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
     embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
@@ -153,6 +256,7 @@ def ingest(
     from memctl.sources.aider import zone
 
     zone(tz)  # an unknown zone is bad usage even when no Aider file is among the paths
+    timeout = _checked(extractor, concurrency, timeout)
     options = IngestOptions(format=format, reference_time=_instant(reference_time, "--reference-time"),
                             from_mtime=from_mtime, tz=tz)
     if dry_run:
@@ -168,7 +272,7 @@ def ingest(
             raise typer.Exit(1)  # as the real run would
         return
     memory = _memory(must_exist=False, embeddings_model=embeddings_model)
-    report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency))
+    report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency, timeout))
     for line in report.malformed[:20] + report.refused:
         typer.echo(f"memctl: skipped: {line}", err=True)
     if report.llm_unavailable:
@@ -178,6 +282,7 @@ def ingest(
         typer.echo(f"memctl: extraction failed for {report.extraction_failures} episode(s), stored without "
                    f"assertions (first: {report.first_failure}); 'memctl retry --failed' extracts them again",
                    err=True)
+    _say_dropped(report.dropped)
     if report.embeddings_unavailable:
         typer.echo(f"memctl: no vectors made: {report.embeddings_unavailable}; the episodes are stored, "
                    "and 'memctl embed' makes the vectors later", err=True)
@@ -191,29 +296,61 @@ def ingest(
         raise typer.Exit(1)
 
 
+def _redacted(total: int, by_kind: dict[str, int]) -> str:
+    """``3 (password 2, openai_key 1)``: how many secrets were redacted, of which kinds."""
+    kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(by_kind.items(), key=lambda item: (-item[1], item[0])))
+    return f"{total} ({kinds})" if kinds else str(total)
+
+
 def _print_preview(rows: list[dict]) -> None:
     """The episodes a dry run would store, then what it would skip, a row per reason."""
     from collections import Counter
 
     episodes = [r for r in rows if r["skipped_reason"] is None]
     skipped = Counter((r["skipped_reason"], r["bad_input"]) for r in rows if r["skipped_reason"] is not None)
+    redacted: Counter[str] = Counter()
+    for row in episodes:
+        redacted.update(row["redacted"])
     console = _console()
     console.print(_table(f"Dry run: {len(episodes)} episodes, nothing written",
-                         ["episode", "source:position", "reference time", "from", "assertions"],
-                         [[r["id"], f"{Path(r['source']).name}:{r['position']}", _day(r["reference_time"]),
-                           r["reference_time_source"], r["assertions"]] for r in episodes]))
+                         ["episode", "source:position", "reference time", "from", "assertions", "secrets"],
+                         [[r["id"], f"{_source_name(r['source'])}:{r['position']}", _day(r["reference_time"]),
+                           r["reference_time_source"], r["assertions"], r["redactions"]] for r in episodes]))
+    if redacted:
+        console.print(f"secrets that would be redacted: {_redacted(sum(redacted.values()), redacted)}")
     if skipped:
         console.print(_table(f"Would skip {sum(skipped.values())} records or files", ["why", "bad input", "count"],
                              [[reason, "yes" if bad else "no", count] for (reason, bad), count in skipped.most_common()]))
 
 
-def _extractor(memory, choice: str, model: str | None, concurrency: int):
+def _checked(choice: str, concurrency: int, timeout: float | None) -> float | None:
+    """The extractor's options checked before the database is opened (or made): bad
+    usage leaves no file behind. The timeout, from --timeout or $MEMCTL_LLM_TIMEOUT."""
+    from memctl.extract import check_options
+
+    return check_options(choice, concurrency=concurrency, timeout=timeout)
+
+
+def _extractor(memory, choice: str, model: str | None, concurrency: int, timeout: float | None):
     """The extractor ``--extractor`` names; ``auto`` says on stderr when it falls back to rules."""
     from memctl.extract import build_extractor
     from memctl.store.cache import ResponseCache
 
     return build_extractor(choice, clock=memory.clock, cache=ResponseCache(memory.db, memory.now), model=model,
-                           concurrency=concurrency, notice=lambda message: typer.echo(f"memctl: {message}", err=True))
+                           concurrency=concurrency, timeout=timeout, notice=_notice)
+
+
+def _notice(message: str) -> None:
+    """A note on stderr that may come while the progress bar runs: print() goes through
+    sys.stderr, which the bar redirects to above itself (click's echo would write under it)."""
+    print(f"memctl: {message}", file=sys.stderr, flush=True)
+
+
+def _say_dropped(dropped: list[str]) -> None:
+    """Assertions a model got wrong twice were left out; the episodes are done all the same."""
+    if dropped:
+        _notice(f"{len(dropped)} assertion(s) left out as wrong also after a retry (first: {dropped[0]}); "
+                "'memctl show EPISODE' says which")
 
 
 @app.command()
@@ -228,6 +365,7 @@ def add(
     extractor: ExtractorOption = "auto",
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
+    timeout: TimeoutOption = None,
     embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -242,12 +380,14 @@ def add(
             given = json.loads(facts)
         except json.JSONDecodeError as error:
             raise BadInput(f"--facts is not JSON: {error}") from None
+    timeout = _checked(extractor, concurrency, timeout)
     memory = _memory(must_exist=False, embeddings_model=embeddings_model)
     result = memory.add_memory(content, reference_time=_instant(reference_time, "--reference-time"), source=source,
                                facts=given, extractor=None if given is not None else
-                               _extractor(memory, extractor, model, concurrency))
+                               _extractor(memory, extractor, model, concurrency, timeout))
     if result.llm_unavailable:
         typer.echo(f"memctl: {result.llm_unavailable}; the memory is kept as pending for 'memctl retry --failed'", err=True)
+    _say_dropped(result.dropped)
     if as_json:
         _print_json(result)
     else:
@@ -256,6 +396,7 @@ def add(
             ["episode", result.episode_id], ["reference time", f"{_day(result.reference_time)} "
                                                                f"(from {result.reference_time_source})"],
             ["extraction", result.extraction], ["assertions", len(result.assertions)],
+            ["secrets redacted", _redacted(result.redactions, result.redacted)],
             ["operation", result.operation_id or "(nothing new)"]]))
         if result.effects.any():
             console.print(_effects_table("Facts", result.effects))
@@ -287,6 +428,8 @@ def _ingest_with_progress(memory, paths: list[Path], options, extractor):
 
 
 def _ingest_table(report):
+    from memctl.sources import MAX_EPISODE_CHARS
+
     rows = [["files", f"{report.files} (" + ", ".join(f"{k} {v}" for k, v in sorted(report.formats.items())) + ")"]]
     if report.unrecognised:
         rows.append(["not logs memctl reads", len(report.unrecognised)])
@@ -296,12 +439,17 @@ def _ingest_table(report):
         ("episodes read", "episodes"), ("added", "added"), ("brought back", "reactivated"), ("read again, grown", "revised"),
         ("already present", "already_present"), ("pending episodes extracted", "extracted_pending"),
         ("assertions", "assertions"), ("facts created", "facts_created"), ("facts ended or replaced", "facts_expired"),
-        ("secrets redacted", "redactions"), ("extractor", "extractor"), ("model calls", "extraction_calls"),
+        ("extractor", "extractor"), ("model calls", "extraction_calls"),
         ("cache hits", "cache_hits"), ("extraction failures", "extraction_failures"),
         ("dates the guard corrected", "guard_changes")]]
+    if report.dropped:
+        rows.append(["assertions left out as wrong", len(report.dropped)])
     rows.append(["tokens in / out", f"{report.input_tokens} / {report.output_tokens}"])
+    rows.append(["secrets redacted", _redacted(report.redactions, report.redacted)])
     rows += [[f"skipped: {reason}", count] for reason, count in sorted(report.skipped.items())]
     rows += [[f"left out of text: {kind}", count] for kind, count in sorted(report.left_out.items())]
+    if report.cut:
+        rows.append([f"cut to {MAX_EPISODE_CHARS:,} characters", report.cut])
     rows.append(["refused", len(report.refused)])
     if report.aider_zone:
         rows.append(["Aider times read in", report.aider_zone])
@@ -352,8 +500,8 @@ def _recall_table(result) -> None:
     rows = []
     for r in result.results:
         if r.kind == "episode":
-            rows.append(["said", _marked(Text, r.snippet), _day(r.reference_time), f"{Path(r.source).name}:{r.position}",
-                         r.episode_id])
+            rows.append(["said", _marked(Text, _visible(r.snippet)), _day(r.reference_time),
+                         f"{_source_name(r.source)}:{r.position}", r.episode_id])
         else:
             rows.append(["fact", r.fact, f"{_day(r.valid_at)} → {_day(r.invalid_at)}", r.status, " ".join(r.episodes or [])])
     _console().print(_table(title, ["", "what", "when", "status / from", "episodes"], rows))
@@ -388,9 +536,12 @@ def facts(
     if as_json:
         _print_json(rows)
         return
-    _console().print(_table(None, ["subject", "predicate", "value", "valid from", "until", "status"], [
-        [f.subject, f.predicate, f.object, _day(f.valid_at), _day(f.invalid_at), f.status] for f in rows
-    ]))
+    _console().print(_facts_table(None, rows))
+
+
+def _facts_table(title: str | None, facts):
+    return _table(title, ["subject", "predicate", "value", "valid from", "until", "status"], [
+        [f.subject, f.predicate, f.object, _day(f.valid_at), _day(f.invalid_at), f.status] for f in facts])
 
 
 @app.command()
@@ -436,9 +587,17 @@ def undo(
         plan = _memory().undo(targets or [], source=source, apply=apply, purge=purge)
     except NotFound as error:
         raise NotFound(f"{error}; 'memctl episodes' lists them") from None
+    if plan.unerased:
+        typer.echo(f"memctl: purged, but not yet erased from the file: {plan.unerased}", err=True)
     if as_json:
         _print_json(plan)
-        return
+    else:
+        _print_undo(plan)
+    if plan.unerased:
+        raise typer.Exit(1)
+
+
+def _print_undo(plan) -> None:
     console = _console()
     kind = None if plan.kind == "episodes" else plan.kind
     reverted = plan.revisions_reverted
@@ -454,8 +613,10 @@ def undo(
         console.print(f"nothing to undo: {len(plan.already_undone)} episode(s) already undone")
         return
     verb = "Purged" if plan.purge else "Undid"
-    title = (f"{verb} {what}, operation {plan.operation_id}" if plan.applied
-             else f"Plan for undoing {what} (nothing changed; pass --apply)")
+    planned = ("Plan for purging {what}: --apply erases their content, assertions and cached model replies from "
+               "the file for good; a purge cannot be undone or brought back" if plan.purge
+               else "Plan for undoing {what} (nothing changed; pass --apply)")
+    title = f"{verb} {what}, operation {plan.operation_id}" if plan.applied else planned.format(what=what)
     console.print(_effects_table(title, plan.effects))
     if plan.changed_since:
         console.print(f"left as they are, changed since the {kind}: {', '.join(plan.changed_since)}")
@@ -478,6 +639,7 @@ def retry(
     extractor: ExtractorOption = "auto",
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
+    timeout: TimeoutOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Extract and show what would change; write nothing (the "
                                                             "replies are cached, so doing it costs no more calls).")] = False,
     as_json: JsonOption = False,
@@ -491,12 +653,14 @@ def retry(
     """
     if not targets and not failed:
         raise BadInput("name episodes to retry, or pass --failed")
+    timeout = _checked(extractor, concurrency, timeout)
     memory = _memory()
-    result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency), failed=failed,
+    result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency, timeout), failed=failed,
                           dry_run=dry_run)
     if result.failed:
         typer.echo(f"memctl: extraction failed for {len(result.failed)} episode(s), left exactly as they were "
                    f"(first: {result.first_failure}); 'memctl retry --failed' tries them again", err=True)
+    _say_dropped(result.dropped)
     if as_json:
         _print_json(result)
     else:
@@ -509,7 +673,7 @@ def _retry_tables(result) -> None:
     console = _console()
     from memctl.results import EFFECTS
 
-    console.print(_table("Retry", ["", ""], [[k.replace("_", " "), len(v) if isinstance(v, list) else v]
+    console.print(_table("Retry", ["", ""], [[k.replace("_", " "), _readable(v)]
                                              for k, v in result.to_json().items() if k not in EFFECTS]))
     if result.effects.any():
         console.print(_effects_table("Done" if result.applied else "Plan (nothing changed; run without --dry-run)",
@@ -548,31 +712,60 @@ def repair_midnight_hallucinations(
     console.print(_table("Repair midnight-hallucinations", ["", ""], totals))
 
 
+EPISODES_SHOWN = 50  # the table's default: a backfill holds tens of thousands
+
+
 @app.command()
 def episodes(
     source: Annotated[Optional[str], typer.Option(
         "--source", help="Only episodes from this file, or from a source as listed (memctl://add_memory).")] = None,
     status: Annotated[Optional[str], typer.Option("--status", help="active or undone.")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", help="Only episodes of this format (claude-code, ...).")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Episodes said from this time on. " + TIME_HELP)] = None,
     until: Annotated[Optional[str], typer.Option("--until", help="Episodes said before this time. " + TIME_HELP)] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many.")] = None,
+    limit: Annotated[Optional[int], typer.Option(
+        "--limit", help=f"At most this many (default: {EPISODES_SHOWN} in the table, all with --json).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """List episodes in time order.
 
-    Example: memctl episodes --status active --limit 20
+    Example: memctl episodes --status active --since 2025-03-01 --limit 20
     """
-    # A file is named as the user sees it (relative, say) and stored resolved; other sources as they are stored.
-    named = Path(source) if source is not None and Path(source).exists() else source
-    rows = _memory().episodes(source=named, status=status, since=_instant(since, "--since"),
-                              until=_instant(until, "--until"), limit=limit)
+    memory = _memory()
+    filters = {"source": _stored_source(memory, source), "status": status, "format": format,
+               "since": _instant(since, "--since"), "until": _instant(until, "--until")}
+    shown = limit if limit is not None or as_json else EPISODES_SHOWN
+    rows = memory.episodes(**filters, limit=shown)
     if as_json:
         _print_json(rows)
-        return
-    _console().print(_table(None, ["episode", "reference time", "from", "source:position", "status"], [
-        [r.id, _day(r.reference_time), r.reference_time_source, f"{Path(r.source).name}:{r.position}", r.status]
-        for r in rows
-    ]))
+    else:
+        _console().print(_table(None, ["episode", "reference time", "from", "source:position", "status"], [
+            [r.id, _day(r.reference_time), r.reference_time_source, f"{_source_name(r.source)}:{r.position}", r.status]
+            for r in rows
+        ]))
+        if shown is not None and len(rows) == shown and (more := memory.episode_count(**filters) - shown) > 0:
+            typer.echo(f"… {more} more (--limit N, or narrow with --since/--until/--source/--format)")
+    if not rows:
+        typer.echo("memctl: no episodes match", err=True)
+
+
+def _stored_source(memory, source: str | None) -> str | Path | None:
+    """A source as the user names it: a file (relative, say; stored resolved), a file
+    deleted since its ingest (its episodes stay under its absolute path), or a source as
+    listed (memctl://add_memory). A path that is none of these is bad input, not an empty list."""
+    if source is None or Path(source).exists() or memory.episode_count(source=source):
+        return Path(source) if source is not None and Path(source).exists() else source
+    gone = str(Path(source).resolve())
+    if memory.episode_count(source=gone):
+        return gone
+    raise NotFound(f"--source {source}: no such file, and no episodes from a source of that name")
+
+
+def _source_name(source: str) -> str:
+    """Enough of a stored source to recognise it: the file with its folder
+    (``-work-myapp/3f2a….jsonl`` for a Claude Code session), or a source that is no path."""
+    path = Path(source)
+    return str(Path(path.parent.name) / path.name) if "://" not in source and path.parent.name else source
 
 
 @app.command()
@@ -589,14 +782,20 @@ def show(
         _print_json(data)
         return
     console = _console()
-    console.print(f"[bold]{data.id}[/bold] {data.status}  {data.source}:{data.position}")
-    console.print(f"reference time {data.reference_time} (from {data.reference_time_source})\n")
-    console.print(data.content, markup=False, highlight=False)
+    from rich.markup import escape
+
+    console.print(f"[bold]{data.id}[/bold] {data.status}  {escape(_visible(data.source))}:{data.position}")
+    note = f": {escape(_visible(data.extraction_error))}" if data.extraction_error else ""
+    console.print(f"reference time {_day(data.reference_time)} (from {data.reference_time_source}); "
+                  f"extraction {data.extraction}{note}\n")
+    # Stored text may hold what a terminal would obey (a pasted log's escape sequences).
+    console.print(_visible(data.content), markup=False, highlight=False)
     # An assertion stops being active when its episode is undone or a retry replaces it.
     console.print(_table("Assertions", ["fact", "valid from", "until", "active"], [
         [a.fact, _day(a.valid_at), _day(a.invalid_at), "yes" if a.expired_at is None else f"no, since {_day(a.expired_at)}"]
         for a in data.assertions
     ]))
+    console.print(_facts_table("Facts it supports", data.facts))
 
 
 @app.command("history")
@@ -611,7 +810,11 @@ def history_command(
     try:
         data = _memory().history(entity)
     except NotFound as error:
-        raise NotFound(f"{error}; try 'memctl recall {entity}'") from None
+        # A name that matches nothing is an empty answer, as recall's is, not bad input.
+        from memctl.results import History
+
+        typer.echo(f"memctl: {error}; try 'memctl recall {entity}'", err=True)
+        data = History(entity=entity, slots=[])
     if as_json:
         _print_json(data)
         return
@@ -631,7 +834,7 @@ def stats(as_json: JsonOption = False) -> None:
     if as_json:
         _print_json(data)
         return
-    _console().print(_table("memctl", ["", ""], [[k.replace("_", " "), v] for k, v in data.to_json().items()]))
+    _console().print(_table("memctl", ["", ""], [[k.replace("_", " "), _readable(v)] for k, v in data.to_json().items()]))
 
 
 @app.command()
@@ -674,6 +877,7 @@ def mcp(
     extractor: ExtractorOption = "auto",
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
+    timeout: TimeoutOption = None,
     embeddings_model: EmbeddingsOption = None,
 ) -> None:
     """Serve the memory to an agent over the Model Context Protocol (stdio by default).
@@ -692,8 +896,9 @@ def mcp(
 
         raise MissingExtra("memctl mcp", "mcp") from None
     address = _host_and_port(http) if http is not None else None
+    timeout = _checked(extractor, concurrency, timeout)
     memory = _memory(must_exist=False, embeddings_model=embeddings_model)
-    serve(memory, _extractor(memory, extractor, model, concurrency), http=address)
+    serve(memory, _extractor(memory, extractor, model, concurrency, timeout), http=address)
 
 
 def _host_and_port(value: str) -> tuple[str, int]:
@@ -706,8 +911,8 @@ def _host_and_port(value: str) -> tuple[str, int]:
 
 # Exit codes by error class, most specific first: 1 when the rest of the work was kept
 # (a refused file, a model that could not be reached), 2 for bad usage or input.
-EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (LLMUnavailable, 1), (StoreUnavailable, 1),
-                                                          (MemctlError, 2))
+EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (NoModel, 2), (LLMUnavailable, 1),
+                                                          (StoreUnavailable, 1), (MemctlError, 2))
 
 
 def exit_code(error: MemctlError) -> int:
@@ -723,12 +928,24 @@ def message(error: MemctlError) -> str:
     return str(error)
 
 
+def _interrupted() -> None:
+    typer.echo("memctl: interrupted: what was written before is kept, each episode and change whole or not at "
+               "all; run the same command again to finish (it adds only what is missing)", err=True)
+    sys.exit(130)
+
+
 def main() -> None:
+    # Typer's vendored click (pinned below 0.29 in pyproject.toml) raises this for a bare
+    # `memctl` or `memctl repair`: asking for help is no error, so it prints and exits 0.
+    from typer._click.exceptions import NoArgsIsHelpError
     from typer.exceptions import TyperException
 
     try:
         # Without standalone mode, typer.Exit(n) comes back as the return value.
-        code = app(standalone_mode=False)
+        code = app(args=_db_first(sys.argv[1:]), prog_name="memctl", standalone_mode=False)
+    except NoArgsIsHelpError as asked:
+        typer.echo(asked.format_message())
+        sys.exit(0)
     except MemctlError as error:
         typer.echo(f"memctl: error: {message(error)}", err=True)
         sys.exit(exit_code(error))
@@ -736,8 +953,7 @@ def main() -> None:
         typer.echo(f"memctl: error: {error.format_message()}", err=True)
         sys.exit(error.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        typer.echo("memctl: interrupted; every episode is either fully in or fully out", err=True)
-        sys.exit(130)
+        _interrupted()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
@@ -756,5 +972,7 @@ def main() -> None:
             raise
         typer.echo(f"memctl: internal error: {type(error).__name__}: {error} (MEMCTL_DEBUG=1 shows the traceback)", err=True)
         sys.exit(1)
+    if code == 130:  # Typer turns Ctrl-C into this return value; no command returns it
+        _interrupted()
     if isinstance(code, int) and code:
         sys.exit(code)

@@ -8,7 +8,7 @@
 - ``configured_embedder``: the one the user named (``--embeddings-model`` /
   ``MEMCTL_EMBEDDINGS_MODEL``; ``local:wordllama`` for the local one), or None.
 - ``embed_new``: vectors for the stored episodes and current facts that have none yet
-  from that model. Texts are redacted when stored, so only redacted text is sent.
+  from that model. Texts are redacted when stored, and again when sent.
 
 The vectors are kept by (text hash, model) (``memctl.store.embeddings``); recall's
 ``memctl.recall.vectors.VectorRanker`` ranks by them.
@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memctl.errors import BadInput, LLMUnavailable, MissingExtra
+from memctl.redact import redact
 from memctl.store import embeddings as store
 from memctl.store.connection import write_transaction
 
@@ -177,7 +178,8 @@ def embed_new(db: Database, embedder: Embedder, *, batch: int = BATCH) -> int:
     embedded = 0
     for start in range(0, len(missing), batch):
         texts = store.texts_of(db, missing[start:start + batch])  # an item purged meanwhile is gone
-        vectors = embedder.embed([text for _, text in texts])
+        # Stored text is redacted; a store written by an earlier memctl is redacted again on the way out.
+        vectors = embedder.embed([redact(text)[0] for _, text in texts])
         with write_transaction(db):
             store.put_vectors(db, embedder.model, zip([text_hash for text_hash, _ in texts], vectors))
         embedded += len(texts)

@@ -69,6 +69,12 @@ class LLMUnavailable(MemctlError):
         super().__init__(" ".join(message.split()))
 
 
+class NoModel(LLMUnavailable):
+    """Extraction needs a model and none is named: no ``--model``/``MEMCTL_MODEL``, and the
+    endpoint does not list exactly one. Bad usage, though an ingest keeps its episodes
+    pending as for any endpoint it cannot use."""
+
+
 class StoreUnavailable(MemctlError):
     """The database file could not take a write just now: another process held its lock
     past the busy timeout, or the disk is full. What was committed before is kept."""

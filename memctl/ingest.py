@@ -18,7 +18,7 @@ from memctl.errors import BadInput, FileRefused
 from memctl.extract import Extractor
 from memctl.model import Episode
 from memctl.results import IngestReport
-from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, cannot_read, files_under, format_of, parse
+from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, binary_content, cannot_read, files_under, format_of, parse
 from memctl.store import BATCH_EPISODES, batches
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
@@ -43,7 +43,9 @@ def ingest(db: Database, clock: Clock, paths: list[Path], options: IngestOptions
     from memctl.extract.stage import extracted
 
     report = IngestReport(extractor=extractor.name if extractor else None)
-    command = {"paths": [str(p) for p in paths], **asdict(options), "extractor": report.extractor}
+    # The journal takes the extractor's name from the report when the first batch is
+    # stored: by then an LLM's model, if none was named, has been looked up.
+    command = {"paths": [str(p) for p in paths], **asdict(options)}
     episodes = read_sources(paths, options, report, on_file)
     if extractor is not None:
         episodes = extracted(db, episodes, extractor, report)
@@ -66,7 +68,8 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
                 report.extracted_pending += len(added.extracted)
                 if not added.to_store:
                     continue
-                entry = entry or journal.record(db, "ingest", at, command or {}, "running")
+                entry = entry or journal.record(db, "ingest", at, {"extractor": report.extractor, **(command or {})},
+                                                "running")
                 store_episodes(db, added, at, entry.id)
                 tally(report, added, recompute(db, at, added.touched))
                 entry.counts = {name: getattr(report, name) for name in COUNTED}
@@ -107,10 +110,12 @@ def read_sources(
     for path in files_under(paths, report.refused):
         if path.stat().st_size == 0:
             report.empty.append(str(path))
-        elif (unreadable := cannot_read(path)) is not None:
-            report.refused.append(unreadable)
+        elif (refused := cannot_read(path)) is not None:
+            report.refused.append(refused)
+        elif (fmt := format_of(path, options)) is not None and (refused := binary_content(path)) is not None:
+            report.refused.append(refused)
         else:
-            files.append((path, format_of(path, options)))
+            files.append((path, fmt))
     report.files = len(files) + len(report.empty)
     if files and all(fmt is None for _, fmt in files) and not report.refused:
         raise BadInput(
@@ -157,33 +162,32 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
     """
     not_files: list[str] = []
     for path in files_under(paths, not_files):
-        if (unreadable := cannot_read(path)) is not None:
-            yield {"source": str(path), "position": None, "format": None, "reference_time": None,
-                   "reference_time_source": None, "chars": 0, "skipped_reason": unreadable, "bad_input": True}
+        fmt = None if (refused := cannot_read(path)) else format_of(path, options)
+        if refused or (fmt is not None and (refused := binary_content(path))):
+            yield _skipped_row(path, fmt, refused, bad_input=True)
             continue
-        fmt = format_of(path, options)
         if fmt is None:
-            yield {"source": str(path), "position": None, "format": None, "reference_time": None,
-                   "reference_time_source": None, "chars": 0, "skipped_reason": "not a format memctl reads",
-                   "bad_input": False}
+            yield _skipped_row(path, None, "not a format memctl reads", bad_input=False)
             continue
         try:
             for item in parse(path, options, fmt):
                 if isinstance(item, Skipped):
-                    yield {"source": str(path), "position": item.position, "format": fmt, "reference_time": None,
-                           "reference_time_source": None, "chars": 0, "skipped_reason": item.reason,
-                           "bad_input": item.malformed}
+                    yield _skipped_row(path, fmt, item.reason, bad_input=item.malformed, position=item.position)
                 else:
                     yield {"id": item.id, "source": item.source, "position": item.position, "format": fmt,
                            "reference_time": item.reference_time,
                            "reference_time_source": item.reference_time_source, "chars": len(item.content),
                            "assertions": len(item.assertions), "redactions": item.redactions,
+                           "redacted": item.redacted,
                            "skipped_reason": None, "bad_input": False}
         except FileRefused as error:
-            yield {"source": str(path), "position": None, "format": fmt, "reference_time": None,
-                   "reference_time_source": None, "chars": 0, "skipped_reason": str(error), "bad_input": True}
+            yield _skipped_row(path, fmt, str(error), bad_input=True)
     for line in not_files:
-        yield {"source": line.split(": ")[0], "position": None, "format": None, "reference_time": None,
-               "reference_time_source": None, "chars": 0, "skipped_reason": line, "bad_input": True}
+        yield _skipped_row(Path(line.split(": ")[0]), None, line, bad_input=True)
+
+
+def _skipped_row(path: Path, fmt: str | None, reason: str, *, bad_input: bool, position: int | None = None) -> dict:
+    return {"source": str(path), "position": position, "format": fmt, "reference_time": None,
+            "reference_time_source": None, "chars": 0, "skipped_reason": reason, "bad_input": bad_input}
 
 

@@ -104,12 +104,14 @@ class Memory:
 
     def ingest_episodes(self, episodes: Iterable[Episode], *, command: dict | None = None,
                         batch_size: int = BATCH_EPISODES, report: IngestReport | None = None) -> IngestReport:
-        """Store episodes whose assertions are already made, as one ingest operation."""
+        """Store episodes whose assertions are already made, as one ingest operation; their
+        content and assertions are redacted first, as a source's are."""
         from memctl import ingest as ingest_module
+        from memctl.redact import redact_episode
 
         with self.connections.writing() as db:
-            return ingest_module.store_in_batches(db, self.clock, episodes, command=command, batch_size=batch_size,
-                                                  report=report)
+            return ingest_module.store_in_batches(db, self.clock, map(redact_episode, episodes), command=command,
+                                                  batch_size=batch_size, report=report)
 
     def add_memory(self, content: str, *, reference_time: str | None = None, source: str | None = None,
                    facts: list | None = None, extractor: Extractor | None = None) -> MemoryAdded:
@@ -202,17 +204,33 @@ class Memory:
                                        known_at=known_at, history=history, limit=limit)
 
     def episodes(self, *, source: str | Path | None = None, status: str | None = None, since: str | None = None,
-                 until: str | None = None, limit: int | None = None) -> list[EpisodeSummary]:
+                 until: str | None = None, format: str | None = None, limit: int | None = None) -> list[EpisodeSummary]:
         """Episodes in time order: of ``source`` (a file ``Path``, or a source as stored,
-        such as ``memctl://add_memory``), of a ``status`` (active or undone), said in
-        [``since``, ``until``)."""
+        such as ``memctl://add_memory``), of a ``status`` (active or undone) and a
+        ``format``, said in [``since``, ``until``)."""
+        with self.connections.reading() as db:
+            return reads.episodes(db, limit=limit, **self._episode_filter(source, status, format, since, until, limit))
+
+    def episode_count(self, *, source: str | Path | None = None, status: str | None = None, since: str | None = None,
+                      until: str | None = None, format: str | None = None) -> int:
+        """How many episodes ``episodes`` lists with the same filters and no limit."""
+        with self.connections.reading() as db:
+            return reads.episode_count(db, **self._episode_filter(source, status, format, since, until, None))
+
+    @staticmethod
+    def _episode_filter(source: str | Path | None, status: str | None, format: str | None, since: str | None,
+                        until: str | None, limit: int | None) -> dict:
+        from memctl.add import FORMAT as MEMORY_FORMAT
+        from memctl.sources import FORMATS
+
         if status not in (None, "active", "undone"):
             raise BadInput(f"must be active or undone, got {status!r}", parameter="status")
+        if format not in (None, *FORMATS, MEMORY_FORMAT):
+            raise BadInput(f"must be one of {', '.join((*FORMATS, MEMORY_FORMAT))}; got {format!r}", parameter="format")
         _at_least_one(limit)
-        window = {name: times.instant_argument(value, what=name) for name, value in (("since", since), ("until", until))}
-        with self.connections.reading() as db:
-            return reads.episodes(db, source=str(source.resolve()) if isinstance(source, Path) else source,
-                                  status=status, limit=limit, **window)
+        return {"source": str(source.resolve()) if isinstance(source, Path) else source, "status": status,
+                "format": format, **{name: times.instant_argument(value, what=name)
+                                     for name, value in (("since", since), ("until", until))}}
 
     def show(self, target: str) -> EpisodeDetail:
         """One episode (by id or unique prefix) with its assertions and the facts it supports."""

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from memctl import names
 
 Evidence = Literal["text", "relative", "reference", "explicit", "repair"]
-Precision = Literal["instant", "day", "month", "year"]
+Precision = Literal["instant", "day", "month", "quarter", "year"]
 Cardinality = Literal["one", "many"]
 
 
@@ -63,6 +63,16 @@ class Assertion(BaseModel):
         return self
 
 
+def validation_messages(error: ValidationError) -> list[str]:
+    """One line per problem pydantic found, led by where it is ("valid_at: ...")."""
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {message}" if where else message)
+    return lines
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -83,10 +93,15 @@ class Episode:
     # The same turn seen in another file (a resumed session repeats earlier lines) has
     # the same identity, and so the same id: it is stored once.
     identity: str | None = None
-    redactions: int = 0  # secrets replaced in content before it was stored
+    redacted: dict[str, int] = field(default_factory=dict)  # secrets replaced before it was stored, by kind
     extraction: str = "structured"  # structured | done | failed | pending (see schema 0002)
     extraction_error: str | None = None
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images...
+    cut_chars: int = 0  # characters cut from a text over memctl.sources.MAX_EPISODE_CHARS
+
+    @property
+    def redactions(self) -> int:
+        return sum(self.redacted.values())
 
     @cached_property
     def id(self) -> str:

@@ -33,3 +33,11 @@ def entity_key(name: str) -> str:
 def predicate_key(predicate: str) -> str:
     """``lives in``, ``Lives-In`` and ``lives_in`` are one predicate: ``lives_in``."""
     return entity_key(predicate).replace(" ", "_")
+
+
+def keys_in_text(text: str, longest: int = 4) -> set[str]:
+    """The matching key of every run of up to ``longest`` words of ``text``: what an
+    entity named in the text would be looked up by ("New York City", "Node.js,")."""
+    words = [key for key in map(entity_key, text.split()) if key]
+    return {" ".join(words[start:start + length]) for start in range(len(words))
+            for length in range(1, longest + 1) if start + length <= len(words)}

@@ -1,44 +1,410 @@
-"""Secrets out of text before it is stored or sent anywhere (architecture §7, invariant 7).
+"""Secrets out of text before it is stored or sent to a model (architecture §7, invariant 7).
 
-Each pattern is anchored so that ordinary text survives: an API key must stand on its
-own (``sk-...`` preceded by a letter, digit, ``-`` or ``/`` is part of a slug or path,
-not a key), and ``password=`` keeps its name while losing its value.
+``redact(text)`` replaces each secret's value with ``[REDACTED:kind]`` and counts them by
+kind. Only the value goes: what names it stays (``DATABASE_PASSWORD=[REDACTED:password]``,
+``postgres://app:[REDACTED:url_password]@db/prod``), so the memory still says that a
+password was set, and where.
+
+Three families of rules, tried in this order:
+
+- **Shapes**: tokens whose form says what they are (``sk-proj-…``, ``ghp_…``, ``AKIA…``,
+  JWTs, private key blocks...), after gitleaks' published rules (config/gitleaks.toml).
+  A shape must stand alone: ``sk-…`` inside a URL slug, a path or an identifier is no key.
+- **Places**: where credentials sit whatever their form: a URL's password or token
+  (``scheme://user:pass@host``), ``Authorization:`` and ``Bearer``, ``curl -u user:pass``,
+  ``--password=…``, ``.netrc``.
+- **Names**: ``KEY=value`` / ``key: value`` / ``"key": "value"`` where the key's name ends
+  in a secret's word (PASSWORD, PASS, PWD, SECRET, TOKEN, API_KEY, ACCESS_KEY,
+  PRIVATE_KEY...), with any prefix.
+
+What is code or a placeholder is no secret and survives: a call (``os.getenv("X")``), an
+index or attribute (``os.environ["X"]``, ``process.env.X``), a variable passed on
+(``api_key=api_key,``), a reference (``${X}``, ``$X``, ``{x}``, ``%s``), a placeholder
+(``<your-key-here>``, ``xxx``, ``changeme``, ``...``), a type (``password: str``) and what
+was redacted already, so that redacting twice changes nothing.
+
+Each rule names substrings of which one must occur in the text before its pattern runs:
+most text holds none, and then redaction costs a few substring scans.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-_NOT_AFTER = r"(?<![\w/\-.])"
+if TYPE_CHECKING:
+    from memctl.model import Assertion, Episode
 
-# (kind, substrings of which one must occur for the pattern to be tried, pattern, kept group)
-# The substring test is what makes redaction cheap: most text holds no trigger at all.
-_PATTERNS: list[tuple[str, tuple[str, ...], re.Pattern[str], str]] = [
-    ("private_key", ("PRIVATE KEY",), re.compile(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)", re.S), ""),
-    ("api_key", ("sk-",), re.compile(
-        _NOT_AFTER + r"sk-(?:proj-|ant-(?:api\d\d-)?|live-|test-|svcacct-)?[A-Za-z0-9_\-]{20,}"), ""),
-    ("aws_access_key", ("AKIA", "ASIA"), re.compile(_NOT_AFTER + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"), ""),
-    ("github_token", ("gh", "github_pat_"), re.compile(
-        _NOT_AFTER + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), ""),
-    ("slack_token", ("xox",), re.compile(_NOT_AFTER + r"xox[abposr]-[A-Za-z0-9\-]{10,}"), ""),
-    ("google_api_key", ("AIza",), re.compile(_NOT_AFTER + r"AIza[0-9A-Za-z_\-]{35}"), ""),
-    ("bearer_token", ("bearer",), re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9\-._~+/]{16,}=*"), r"\1"),
-    ("password", ("pass", "pwd", "secret", "key", "token"), re.compile(
-        r"(?i)(\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)\b[\"']?\s*[:=]\s*)"
-        r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s,;\"'&]+)"), r"\1"),
+REDACTED = "[REDACTED:{}]"
+
+# A token stands alone: no word, path or slug goes on before it (a URL's userinfo, after
+# "://", is the one place a "/" may precede it), and none after it.
+_GOES_ON = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+")
+_END = r"(?![\w\-])"
+
+
+def _alone(text: str, start: int) -> bool:
+    # Tested here, not by a lookbehind in the pattern: a pattern that starts with its
+    # token's literal prefix is found by the regex engine's fast literal search.
+    return start == 0 or text[start - 1] not in _GOES_ON or text.startswith("://", start - 3)
+
+
+# --- what is no secret ----------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"""(?ix)^(?:
+      [x*•.#_\-]+                                  # xxx, ****, ..., ---
+    | .*(?:\.\.\.|…).*                             # elided: sk-...abc
+    | <[^>]*> | \[[^\]]*\] | \{[^}]*\}.* | .*\{\{.*  # <your-key>, [REDACTED:x], {password}, {{ secrets.X }}
+    | \$.* | %[\w.()]*%?s? | @\w+@                 # $X, ${X}, $(cmd), %s, %(pw)s, %X%, @X@
+    | (?:your|my|insert|enter|replace|put)[_\- ][\w .\-]*       # your_key_here, YOUR-TOKEN, my_password
+    | [\w.\-]*[_\-]here | [\w.\-]*(?:placeholder|example|sample|dummy|fake|changeme|change_me|changeit)[\w.\-]*
+    | (?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+(?:[_\-][a-z]+)+)  # a name (OPENAI_API_KEY, user_password), not a value
+    | password|passwd|pass|pwd|secret|token|key|apikey|api_key|test|testing|none|null|nil|undefined
+    | true|false|str|string|bytes|int|number|bool|boolean|any|object|required|optional|hidden|masked
+    | todo|tbd|n/a|value|foo|bar|baz|qux|foobar|abc|abc123
+    | -?\d{1,7}(?:\.\d+)?                         # a short number: a length, a count, not a secret
+    | \#[0-9a-f]{3,8}                              # a colour
+    | .*\*\*\*.*                                    # masked: hf_***, :****
+)$""")
+# A value that names a secret instead of being one: "X-Access-Token", "challengePassword", "mypassword"
+_SECRET_WORD = re.compile(r"(?i)password|passwd|secret|token|api[_\-]?key")
+
+
+def _placeholder(value: str) -> bool:
+    return not value or bool(_PLACEHOLDER.match(value))
+
+
+# A token of a known shape is a placeholder only when filled in (sk-proj-xxxxxxxx, ghp_000000...)
+# or documentation's own (AKIAIOSFODNN7EXAMPLE): a generated token may spell any word.
+_FILLED_IN = re.compile(r"(?i)(.)\1{5}|example\Z")
+
+
+def _not_a_value(value: str) -> bool:
+    """A placeholder, or a name or description of the secret (it says "password", "token"...)."""
+    return _placeholder(value) or bool(_SECRET_WORD.search(value))
+
+
+_SLUG = re.compile(r"[a-z]{3,}-[a-z]{3,}-[a-z]{3,}")
+
+
+def _random(value: str) -> bool:
+    """Looks generated, not written: letters and digits, or both cases in a long run, and
+    no run of hyphenated words (``sk-learn-is-great``)."""
+    has_digit = any(c.isdigit() for c in value)
+    has_lower = any(c.islower() for c in value)
+    has_upper = any(c.isupper() for c in value)
+    if _SLUG.search(value):
+        return False
+    return (has_digit and (has_lower or has_upper)) or (has_lower and has_upper and len(value) >= 16)
+
+
+# --- rules ----------------------------------------------------------------------------------
+
+# (a match, the text it is in) -> the span of the secret in the text and its kind, or None: not a secret
+Judge = Callable[[re.Match[str], str], "tuple[int, int, str] | None"]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    triggers: tuple[str, ...]  # lowercase; the pattern runs only when one occurs in the text
+    pattern: re.Pattern[str]
+    judge: Judge
+    # A case-blind rule matches the lowercased text, which the regex engine scans many times
+    # faster than it does a case-insensitive pattern; ``pattern`` ignores case, for the rare
+    # text whose lowercase is longer (a dotted İ), ``folded`` is for the rest. A judge reads
+    # the text as written, by the match's offsets.
+    folded: re.Pattern[str] | None = None
+    # A shape's trigger lies inside the token itself, so it is looked for in the text's long
+    # words only: a tenth of a session's text, and 70-odd substring scans are most of the cost.
+    in_token: bool = False
+
+    def matches(self, text: str, folded: str) -> Iterator[re.Match[str]]:
+        if self.folded is not None and len(folded) == len(text):
+            return self.folded.finditer(folded)
+        return self.pattern.finditer(text)
+
+
+# Every pattern starts with a literal where it can (a boundary is tested after it, or by the
+# judge): the regex engine then finds candidates by a fast literal search instead of trying
+# the pattern at every position, 25 times slower on a session's text.
+
+
+def _shape(kind: str, triggers: tuple[str, ...], body: str, *, check: Callable[[str], bool] | None = None,
+           alone: bool = True) -> _Rule:
+    """A token known by its form; the whole match is the secret. ``alone``: it must not
+    go on a word, path or slug (a private key block's armour needs no such test)."""
+    pattern = re.compile("(?:" + body + ")" + (_END if alone else ""))
+
+    def judge(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
+        value = m.group(0)
+        if alone and (not _alone(text, m.start()) or _FILLED_IN.search(value)):
+            return None
+        if check is not None and not check(value):
+            return None
+        return m.start(), m.end(), kind
+
+    return _Rule(triggers, pattern, judge, in_token=alone)
+
+
+def _place(kind: str, triggers: tuple[str, ...], regex: str, *, check: Callable[[str], bool] | None = None,
+           case_blind: bool = False, in_token: bool = False) -> _Rule:
+    """A credential known by where it sits; only the group ``secret`` is the secret."""
+
+    def judge(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
+        start, end = m.span("secret")
+        value = text[start:end]
+        if _not_a_value(value.strip("\"'")) or (check is not None and not check(value)):
+            return None
+        return start, end, kind
+
+    if case_blind:
+        return _Rule(triggers, re.compile(regex, re.I), judge, folded=re.compile(regex), in_token=in_token)
+    return _Rule(triggers, re.compile(regex), judge, in_token=in_token)
+
+
+_SHAPES = [
+    # The block to its END line, whatever its armour headers hold; cut short (a truncated
+    # paste), to the end of its base64. A BEGIN line alone (a constant in a parser) has no
+    # body and is no key.
+    _shape("private_key", ("private key",),
+           r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+           r"(?:[\s\S]{40,12000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[\w+/=\s:,.\-]|\\[nr]){40,})",
+           alone=False),
+    _shape("anthropic_key", ("sk-ant-",), r"sk-ant-[a-z]{2,6}\d{2}-[\w\-]{20,}"),
+    _shape("openai_key", ("sk-",), r"sk-(?:proj-|svcacct-|admin-)?[\w\-]{20,}", check=_random),
+    _shape("aws_access_key_id", ("akia", "asia", "abia", "acca", "a3t"),
+           r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"),
+    _shape("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+           r"gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_\w{22,251}"),
+    _shape("gitlab_token", ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glimt-", "glsoat-", "glagent-", "gloas-",
+                            "glffct-", "glcbt-", "gr1348941"),
+           r"gl(?:pat|dt|rt|ptt|ft|imt|soat|agent|oas|ffct|cbt)-[\w\-]{20,}|GR1348941[\w\-]{20,}", check=_random),
+    _shape("slack_token", ("xox", "xapp-"), r"xox[abposre]-(?:\d-)?[A-Za-z0-9\-]{10,}|xapp-\d-[A-Za-z0-9\-]{10,}",
+           check=_random),
+    _shape("stripe_key", ("_live_", "_test_", "_prod_", "whsec_"),
+           r"(?:sk|rk)_(?:test|live|prod)_[A-Za-z0-9]{10,255}|whsec_[A-Za-z0-9]{20,}", check=_random),
+    _shape("google_api_key", ("aiza",), r"AIza[\w\-]{35}"),
+    _shape("google_oauth_secret", ("gocspx-",), r"GOCSPX-[\w\-]{20,}"),
+    _shape("google_oauth_token", ("ya29.",), r"ya29\.[\w\-]{20,}"),
+    _shape("azure_client_secret", ("q~",), r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}"),
+    _shape("huggingface_token", ("hf_", "api_org_"), r"(?:hf|api_org)_[A-Za-z0-9]{30,40}", check=_random),
+    _shape("npm_token", ("npm_",), r"npm_[A-Za-z0-9]{36}", check=_random),
+    _shape("sendgrid_key", ("sg.",), r"SG\.[\w\-]{16,32}\.[\w\-]{30,50}"),
+    _shape("twilio_key", ("sk",), r"SK[0-9a-fA-F]{32}", check=_random),
+    _shape("mailgun_key", ("key-",), r"key-[0-9a-f]{32}", check=_random),
+    _shape("mailchimp_key", ("-us",), r"[0-9a-f]{32}-us\d{1,2}"),
+    _shape("shopify_token", ("shpat_", "shpca_", "shppa_", "shpss_"), r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+    _shape("digitalocean_token", ("_v1_",), r"do[opr]_v1_[a-f0-9]{64}"),
+    _shape("pypi_token", ("pypi-",), r"pypi-AgEIcHlwaS5vcmc[\w\-]{50,}"),
+    _shape("databricks_token", ("dapi",), r"dapi[a-f0-9]{32}(?:-\d)?", check=_random),
+    _shape("vault_token", ("hvs.", "hvb."), r"hv[sb]\.[\w\-]{90,}"),
+    _shape("doppler_token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}"),
+    _shape("linear_key", ("lin_",), r"lin_(?:api|oauth)_[A-Za-z0-9]{40}"),
+    _shape("postman_key", ("pmak-",), r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+    _shape("pulumi_token", ("pul-",), r"pul-[a-f0-9]{40}"),
+    _shape("grafana_token", ("glsa_", "glc_"), r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2}"),
+    _shape("newrelic_key", ("nrak-", "nrii-", "nrjs-"), r"NRAK-[A-Z0-9]{27}|NRII-[\w\-]{32}|NRJS-[a-f0-9]{19}"),
+    _shape("sentry_token", ("sntry",), r"sntry[su]_[A-Za-z0-9+/=_]{40,}"),
+    _shape("telegram_bot_token", (":aa",), r"\d{8,10}:AA[\w\-]{33}"),
+    _shape("age_secret_key", ("age-secret-key-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    _shape("perplexity_key", ("pplx-",), r"pplx-[A-Za-z0-9]{48}"),
+    _shape("groq_key", ("gsk_",), r"gsk_[A-Za-z0-9]{52}"),
+    _shape("xai_key", ("xai-",), r"xai-[A-Za-z0-9]{70,90}"),
+    _shape("replicate_token", ("r8_",), r"r8_[A-Za-z0-9]{37}", check=_random),
+    _shape("heroku_key", ("hrku-",), r"HRKU-AA[\w\-]{58}"),
+    _shape("notion_token", ("ntn_",), r"ntn_\d{11}[A-Za-z0-9]{35}"),
+    _shape("square_token", ("sq0",), r"sq0(?:atp|csp)-[\w\-]{22,}"),
+    _shape("atlassian_token", ("atatt3",), r"ATATT3[\w=\-]{150,}"),
+    _shape("jwt", ("eyj",), r"eyJ[\w\-]{10,}\.eyJ[\w\-]{10,}\.[\w\-]*"),
 ]
 
+_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]{0,20}\Z")
 
-def redact(text: str) -> tuple[str, int]:
-    """The text with every secret replaced by ``[REDACTED:kind]``, and how many there were."""
-    total = 0
+
+def _judge_userinfo(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
+    """scheme://user:password@host, the password whatever the scheme (postgres, mongodb+srv,
+    redis, amqp, https...); scheme://token@host, a token as the whole userinfo (a git remote,
+    a Sentry DSN)."""
+    if not _SCHEME.search(text, max(0, m.start() - 21), m.start()):
+        return None
+    if m["password"] is not None:
+        if _not_a_value(m["password"]):
+            return None
+        return m.start("password"), m.end("password"), "url_password"
+    if _not_a_value(m["token"]) or not _random(m["token"]):
+        return None
+    return m.start("token"), m.end("token"), "url_token"
+
+
+_VALUE = r"(?P<secret>[^\s\"'\-][^\s\"']*)"  # a command's argument: not a quote, not the next flag
+
+_PLACES = [
+    _Rule(("://",), re.compile(r"://(?:[^\s:/@'\"<>`\[\]]*:(?P<password>[^\s/'\"<>`]+)|(?P<token>[^\s:/@'\"<>`]{16,}))"
+                               r"@(?=[\w.\[\-])"), _judge_userinfo),
+    _place("url_token", ("hooks.slack.com",),
+           r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9+/_\-]{20,})", in_token=True),
+    _place("url_token", ("/api/webhooks/",), r"discord(?:app)?\.com/api/webhooks/\d+/(?P<secret>[\w\-]{20,})",
+           in_token=True),
+    _place("url_token", ("sig=",), r"sig=(?<=[?&]sig=)(?P<secret>[A-Za-z0-9%+/]{20,}={0,2})", in_token=True),
+    _place("bearer_token", ("bearer",), r"bearer(?<![\w\-]bearer)\s+(?P<secret>[\w\-.~+/]{8,}=*)(?![\w$\-{<])",
+           check=_random, case_blind=True),
+    _place("basic_auth", ("basic",),
+           r"authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<secret>[a-z0-9+/]{8,}={0,2})", case_blind=True),
+    _place("auth_token", ("authorization",),
+           r"authorization[\"']?\s*[:=]\s*[\"']?(?:(?:token|bot|apikey|api-key|key|sso-key)\s+)?"
+           r"(?!(?:bearer|basic)\b)(?P<secret>[\w\-.~+/:]{8,}=*)", check=_random, case_blind=True),
+    _place("password", ("curl",),
+           r"curl\b(?:[^\n]|\\\n){0,2000}?\s(?:-u|--user)(?:\s+|=)([\"']?)[^\s:\"']*:(?P<secret>[^\s\"']+)\1"),
+    _place("password", ("mysql", "mariadb"), r"(?:mysql(?:dump|admin)?|mariadb)\b[^\n]*?\s-p" + _VALUE),
+    _place("password", ("login",), r"(?:docker|podman|helm|oras)\s+(?:registry\s+)?login\b[^\n]*?\s(?:-p|--password)[\s=]+"
+                                   + _VALUE),
+    _place("password", ("redis-cli", "sshpass"), r"(?:redis-cli\b[^\n]*?\s-a|sshpass\s+-p)\s*" + _VALUE),
+    _place("password", ("machine",), r"machine\s+\S+\s+login\s+\S+\s+password\s+(?P<secret>\S+)"),
+]
+
+# A secret's word at the end of a key's name. The longer names come first, so that a key
+# is read by its most telling word (SECRET_KEY is a secret, not a key).
+# A value is quoted, quoted with escaped quotes (JSON inside a string: {\"password\": \"x\"}),
+# or runs to a space, a quote or punctuation that ends it.
+_KEY_WORD = (r"(?P<word>password|passwd|passphrase|pass|pwd|secret_key_base|secret|token|key)"
+             r"(?P<quote>\\?[\"'`]?)(?P<sep>[ \t]*(?:=(?!=)>?|:=)[ \t]*|:(?![:/])[ \t]*)"
+             r"(?P<value>\\\"(?:[^\"\\\n]|\\(?!\"))*\\\"|\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"
+             r"|(?:[^\s\"'`,;&|<>(){}\[\]\\]|\\(?![nrt\"]))+)")
+_KEY_BEFORE = re.compile(r"[\w.$\-]{0,60}\Z")
+# Key names that end in KEY and name a secret; other keys (sort_key, monkey) are not.
+_SECRET_KEYS = re.compile(r"(?i)(?P<name>api[_\-]?key|access[_\-]?key|secret[_\-]?key|"
+                          r"private[_\-]?key|auth[_\-]?key|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key|"
+                          r"account[_\-]?key|shared[_\-]?access[_\-]?key|app[_\-]?key|client[_\-]?key|"
+                          r"license[_\-]?key|session[_\-]?key)\Z")
+_KEY_KINDS = {"password": "password", "passwd": "password", "passphrase": "password", "pass": "password",
+              "pwd": "password", "secret_key_base": "secret", "secret": "secret", "token": "token"}
+_PUBLIC = re.compile(r"(?i)public|csrf|xsrf")
+_ATTRIBUTE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What may follow `key: value` in a config line or a header: the line's end, or the quote closing a header
+_LINE_END = re.compile(r"[ \t]*(?:#.*)?(?:\r?\n|\Z)|[\"'`]")
+
+
+def _key_kind(key: str, word: str) -> str | None:
+    """What a key of this name holds, or None when the name only happens to end in the
+    word (bypass, monkey) or names no credential (publicKeyToken)."""
+    stem = key[: len(key) - len(word)]
+    if _PUBLIC.search(stem):
+        return None  # publicKeyToken, NEXT_PUBLIC_API_KEY, csrf_token: not a credential
+    if word.lower() == "key":
+        named = _SECRET_KEYS.search(key)
+        if named is None:
+            return None
+        name = re.sub(r"[_\-]", "", named["name"].lower())
+        return {"apikey": "api_key", "secretkey": "secret", "accesskey": "access_key",
+                "privatekey": "private_key"}.get(name, "key")
+    # Short words must start a part of the name: DB_PASS, dbPass, accessToken, but not bypass.
+    if word.lower() in ("pass", "pwd", "token") and stem and not (
+            stem[-1] in "_.-$" or (stem[-1].islower() and word[0].isupper())):
+        return None
+    return _KEY_KINDS[word.lower()]
+
+
+def _judge_key(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
+    before = _KEY_BEFORE.search(text, max(0, m.start() - 60), m.start())
+    word = text[m.start("word"):m.end("word")]  # as written: the match may be in the lowercased text
+    key = (before.group(0) if before else "") + word
+    kind = _key_kind(key.lstrip("-$"), word)
+    if kind is None:
+        return None
+    start, end = m.start("value"), m.end("value")
+    value, sep = text[start:end], m["sep"]
+    if value[0] in "\"'`\\":
+        quote = 2 if value[0] == "\\" else 1
+        inner = value[quote:-quote].strip()
+        if len(inner) < 4 or _not_a_value(inner) or "{" in inner and "}" in inner:  # a template: f"{token}"
+            return None
+        return start + quote, end - quote, kind
+    after = text[end:end + 1]
+    if (len(value) < 4 or _not_a_value(value) or after in ("(", "[") or value.endswith(":")
+            or _ATTRIBUTE.fullmatch(value)):
+        return None  # a call, an index, an attribute: code
+    if after in (",", ")") and _VARIABLE.fullmatch(value) and not _random(value) and not key.isupper():
+        # `connect(password=pw)`, `api_key=api_key,`: a variable passed on, named in words
+        # (a generated value has digits or both cases; an .env's names are upper case)
+        return None
+    if sep.startswith(":") and (sep == ":" or not _LINE_END.match(text, end)):
+        # `password: str = ...`, `{ token: tokens[i] }`, `passwd:dir`: code; a config line
+        # (`password: x`, a header `X-Api-Key: x`) has a space after the colon and ends with its value
+        return None
+    if " " in sep and _IDENTIFIER.fullmatch(value):
+        return None  # `password = pw`: a variable (a config's values have digits or symbols)
+    return start, end, kind
+
+
+_NAMED = _Rule(("pass", "pwd", "secret", "token", "key"), re.compile(_KEY_WORD, re.I), _judge_key,
+               folded=re.compile(_KEY_WORD))
+
+# --password=x, --api-key x: a flag's value (-p and -u are read in their commands' rules above)
+_FLAG = _place("password", ("pass", "token", "secret", "key"),
+               r"--(?<![\w\-]--)(?:[a-z0-9]+-)*(?:password|passwd|pass|token|secret|api-key|apikey|access-key|"
+               r"secret-key|client-secret|auth-token)(?:=|\s+)(?P<secret>\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'\-][^\s\"']*)",
+               check=lambda value: value[0] in "\"'" or _random(value), case_blind=True)
+
+RULES: tuple[_Rule, ...] = (*_SHAPES, *_PLACES, _FLAG, _NAMED)
+
+
+def redact(text: str) -> tuple[str, dict[str, int]]:
+    """The text with each secret's value replaced by ``[REDACTED:kind]``, and how many of
+    each kind there were."""
+    found: dict[str, int] = {}
+    return redact_into(text, found), found
+
+
+# Each trigger once, however many rules share it. A shape's trigger is looked for in the
+# long words only: no shape is shorter than a Slack token (15 characters) or holds a space.
+_IN_TEXT = tuple(sorted({trigger for rule in RULES if not rule.in_token for trigger in rule.triggers}))
+_IN_TOKENS = tuple(sorted({trigger for rule in RULES if rule.in_token for trigger in rule.triggers}))
+_SHORTEST_TOKEN = 15
+
+
+def _triggers_in(folded: str) -> set[str]:
+    words = " ".join([word for word in folded.split() if len(word) >= _SHORTEST_TOKEN])
+    return {t for t in _IN_TEXT if t in folded} | {t for t in _IN_TOKENS if t in words}
+
+
+def redact_into(text: str, found: dict[str, int]) -> str:
+    """``text`` redacted, the kinds it held added to ``found``."""
     folded = text.lower()
-    for kind, triggers, pattern, keep in _PATTERNS:
-        if not any(trigger.lower() in folded for trigger in triggers):
+    # Found once: a redaction only takes text out (its "[REDACTED:...]" holds no secret a
+    # later rule could find), so a rule whose triggers were absent stays without a match.
+    present = _triggers_in(folded)
+    for rule in RULES:
+        if present.isdisjoint(rule.triggers):
             continue
-        text, count = pattern.subn(keep + f"[REDACTED:{kind}]", text)
-        if count:
-            total += count
+        parts, last = [], 0
+        for m in rule.matches(text, folded):
+            span = rule.judge(m, text)
+            if span is None or span[0] < last:
+                continue
+            start, end, kind = span
+            parts += [text[last:start], REDACTED.format(kind)]
+            last = end
+            found[kind] = found.get(kind, 0) + 1
+        if parts:
+            text = "".join(parts) + text[last:]
             folded = text.lower()
-    return text, total
+    return text
+
+
+def _redact_assertion(assertion: Assertion, found: dict[str, int]) -> Assertion:
+    """The assertion with its subject, object and sentence redacted, kinds added to ``found``."""
+    update = {name: redact_into(getattr(assertion, name), found) for name in ("subject", "object", "fact")}
+    return assertion.model_copy(update=update)
+
+
+def redact_episode(episode: Episode) -> Episode:
+    """An episode made by a caller (``Memory.ingest_episodes``) redacted as a source's are:
+    its content and its assertions. Its id and hash stay those the caller made."""
+    found = dict(episode.redacted)
+    content = redact_into(episode.content, found)
+    assertions = [_redact_assertion(assertion, found) for assertion in episode.assertions]
+    return replace(episode, content=content, assertions=assertions, redacted=found)

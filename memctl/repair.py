@@ -18,11 +18,12 @@ change is journaled in ``repairs`` so that undoing the repair restores the old b
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memctl.extract.dates import is_extraction_day_midnight
-from memctl.extract.guard import stated_days
+from memctl.extract.guard import Stated, stated_dates
 from memctl.resolve import start_move_is_inert
 from memctl.results import DateFix, RebuildResult, RepairResult
 from memctl.store import collector_paused
@@ -59,13 +60,13 @@ class RepairPlan:
 
 def plan(db: Database) -> RepairPlan:
     result = RepairPlan()
-    stated: dict[str, set[str]] = {}  # by episode: an episode's suspects share its text
+    stated: dict[str, Mapping[str, Stated]] = {}  # by episode: an episode's suspects share its text
     for column in ("valid_at", "invalid_at"):
         for suspect in store.suspects(db, column):
             value, reference_time, end = suspect.value, suspect.reference_time, suspect.invalid_at
             end_stays = end is not None and not is_extraction_day_midnight(end, suspect.extracted_at)
             if suspect.episode_id not in stated:
-                stated[suspect.episode_id] = stated_days(suspect.content, reference_time)
+                stated[suspect.episode_id] = stated_dates(suspect.content, reference_time)
             if column == "valid_at" and value == reference_time:
                 result.skipped["midnight that is the episode's own time"] += 1
             elif value[:10] in stated[suspect.episode_id]:

@@ -8,6 +8,7 @@ against those keep working.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -170,7 +171,7 @@ class EpisodeDetail(Record):
     created_at: str
     operation_id: str | None
     extraction: str
-    extraction_error: str | None
+    extraction_error: str | None  # why extraction failed, or (done) which assertions it dropped as wrong
     assertions: list[StoredAssertion] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
 
@@ -261,6 +262,9 @@ class UndoPlan(Record):
     effects: Effects = field(default_factory=Effects)
     applied: bool = False
     operation_id: str | None = None
+    # Why a purge's old pages are still in the file (a reader held an older snapshot): they
+    # are erased when the last connection to the database closes.
+    unerased: str | None = None
 
     def __getitem__(self, key: str) -> Any:
         if key in EFFECTS:
@@ -275,8 +279,9 @@ class UndoPlan(Record):
             head.update(revisions_reverted=self.revisions_reverted, already_undone=self.already_undone)
         else:
             head.update({self.kind: self.target}, already_undone=self.already_undone, changed_since=self.changed_since)
+        unerased = {"unerased": self.unerased} if self.unerased else {}
         return {**head, "purge": self.purge, **self.effects.to_json(), "applied": self.applied,
-                "operation_id": self.operation_id}
+                "operation_id": self.operation_id, **unerased}
 
 
 class WithEffects(Record):
@@ -306,6 +311,7 @@ class RetryResult(WithEffects):
     effects: Effects = field(default_factory=Effects)
     failed: list[str] = field(default_factory=list)  # extraction failed: left exactly as they were
     first_failure: str | None = None  # why the first of them failed
+    dropped: list[str] = field(default_factory=list)  # "episode: assertion: why", wrong also after a retry
     applied: bool = False
     operation_id: str | None = None
 
@@ -322,6 +328,8 @@ class MemoryAdded(WithEffects):
     written live and takes the time of the call. ``extraction`` is ``structured`` when
     the facts came with it, else done, failed, or ``pending`` when the model could not
     be reached (``llm_unavailable`` says why; ``memctl retry --failed`` extracts it later).
+    ``extraction_error`` says why it failed, or for a done one which assertions were
+    dropped as wrong (``dropped`` lists them).
     """
 
     _OMITTED_WHEN_NONE = frozenset({"extraction_error", "llm_unavailable", "embeddings_unavailable"})
@@ -337,9 +345,11 @@ class MemoryAdded(WithEffects):
     assertions: list[StoredAssertion] = field(default_factory=list)
     effects: Effects = field(default_factory=Effects)
     guard_changes: int = 0  # invented dates the date guard replaced or dropped
-    redactions: int = 0  # secrets replaced in the content before it was stored
+    redactions: int = 0  # secrets replaced before it was stored (content, source, facts)
+    redacted: dict[str, int] = field(default_factory=dict)  # the same, by kind
     operation_id: str | None = None
     extraction_error: str | None = None
+    dropped: list[str] = field(default_factory=list)  # "assertion: why", wrong also after a retry
     llm_unavailable: str | None = None  # why the model could not be used: the episode waits as pending
     embeddings_unavailable: str | None = None  # why no vectors were made; `memctl embed` makes them later
 
@@ -396,8 +406,10 @@ class IngestReport(Record):
     skipped: dict[str, int] = field(default_factory=dict)  # records that gave no episode, by reason
     malformed: list[str] = field(default_factory=list)  # "file:line: reason", bad input skipped
     refused: list[str] = field(default_factory=list)  # files (or their turns) left out whole, and why
-    redactions: int = 0
+    redactions: int = 0  # secrets replaced before anything was stored
+    redacted: dict[str, int] = field(default_factory=dict)  # the same, by kind (password, openai_key, jwt...)
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted
+    cut: int = 0  # episodes whose text was cut to memctl.sources.MAX_EPISODE_CHARS
     aider_zone: str | None = None  # the zone Aider's naive local times were read in
     extractor: str | None = None  # what extracted assertions from episode text
     extraction_calls: int = 0  # model calls, retries included
@@ -407,6 +419,7 @@ class IngestReport(Record):
     extraction_failures: int = 0
     first_failure: str | None = None  # why the first failed extraction failed
     guard_changes: int = 0  # invented dates the date guard replaced or dropped
+    dropped: list[str] = field(default_factory=list)  # "episode: assertion: why", wrong also after a retry
     extracted_pending: int = 0  # episodes stored earlier as pending, extracted by this run
     llm_unavailable: str | None = None  # why the LLM could not be used; the rest wait as pending
     embedded: int = 0  # texts given vectors by the embeddings model
@@ -426,14 +439,27 @@ class IngestReport(Record):
     def count(self, episode: Episode) -> None:
         self.episodes += 1
         self.redactions += episode.redactions
+        for kind, number in episode.redacted.items():
+            self.redacted[kind] = self.redacted.get(kind, 0) + number
         for kind, number in episode.left_out.items():
             self.left_out[kind] = self.left_out.get(kind, 0) + number
+        self.cut += bool(episode.cut_chars)
         low, high = self.time_range
         self.time_range = [min(low or episode.reference_time, episode.reference_time),
                            max(high or episode.reference_time, episode.reference_time)]
 
     def skip(self, path: Path, item: Skipped) -> None:
-        """A record that gave no episode; bad input among them is listed for the user."""
-        self.skipped[item.reason] = self.skipped.get(item.reason, 0) + 1
+        """A record that gave no episode; bad input among them is listed for the user
+        whole, and counted by its kind (one count for a thousand bad lines of one file)."""
+        kind = _kind_of(item.reason) if item.malformed else item.reason
+        self.skipped[kind] = self.skipped.get(kind, 0) + 1
         if item.malformed:
             self.malformed.append(f"{path}:{item.position}: {item.reason}")
+
+
+def _kind_of(reason: str) -> str:
+    """What a malformed record's reason says before its particulars: ``bad JSON: line is
+    not valid utf-8: 'utf-8' codec can't decode byte 0x82 …`` is ``bad JSON``, and
+    ``unknown role 'bot'`` is ``unknown role``."""
+    head = reason.split(": ", 1)[0]
+    return " ".join(re.sub(r"'[^']*'|\"[^\"]*\"|\([^)]*\)|\[[^\]]*\]", " ", head).split()) or "malformed"

@@ -57,7 +57,7 @@ def retry(db: Database, clock: Clock, targets: list[str], extractor: Extractor, 
     result = RetryResult(episodes=[], extractor=extractor.name, assertions=0, failures=report.extraction_failures,
                          model_calls=report.extraction_calls, cache_hits=report.cache_hits,
                          guard_changes=report.guard_changes, failed=failed_ids,
-                         first_failure=report.first_failure)
+                         first_failure=report.first_failure, dropped=report.dropped)
     with tentative(db) as decision:
         # Extraction ran outside the lock: skip what another process undid meanwhile.
         still = store.active_ids(db, list(retried))

@@ -22,6 +22,8 @@ EXAMPLE = "2025-03-01 or 2025-03-01T14:30:00Z"
 
 # isoparse also accepts week dates and ordinal days; precision follows the shape of
 # what the user wrote, so a bare "2024" is a year and "2024-03" a month.
+# The one stored form of an instant: UTC, microseconds, Z.
+STORAGE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 _YEAR = re.compile(r"^\d{4}$")
 _MONTH = re.compile(r"^\d{4}-\d{2}$")
 _DAY = re.compile(r"^\d{4}-?\d{2}-?\d{2}$")

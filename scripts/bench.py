@@ -1,12 +1,13 @@
 """Benchmark memctl through its library API: ingest, recall, recall --as-of, undo.
 
     python scripts/bench.py [--assertions 100000] [--entities 10000] [--seed 0] [--db PATH]
-    python scripts/bench.py --parse [--parse-mb 200]     # parsing only: MB/s and peak memory
-    python scripts/bench.py --extract                    # LLM extraction against a local fake server
+    python scripts/bench.py --parse [--parse-mb 200]     # parsing only: MB/s, peak memory, redaction's share
+    python scripts/bench.py --extract [--extract-quality-episodes 400]  # the LLM path against a local fake server
     python scripts/bench.py --repair                     # repair over 1M assertions, 100k damaged
     python scripts/bench.py --retrieval [--speed-n 100000]  # recall@10 vs bare FTS5, and recall speed
     python scripts/bench.py --vectors [--vector-episodes 50000] [--dimensions 256]  # needs memctl[embeddings]
     python scripts/bench.py --mcp [--assertions 100000] [--mcp-calls 200]  # `memctl mcp` round trips; needs memctl[mcp]
+    python scripts/bench.py --rules [--rules-sessions 240] [--rules-log-mb 20]  # rules extractor: precision, speed
     python scripts/bench.py --backfill [--sizes 10000,100000,1000000] [--markdown]  # issue 15's table, whole processes
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
@@ -146,21 +147,65 @@ REALDATA_CLAUDE = REALDATA / "daaain-claude-code-log/real_projects"
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
+class RedactionTimer:
+    """``memctl.redact.redact_into`` (which every redaction goes through) timed while it is
+    in place: the seconds spent redacting within a run, and how much text went through it."""
+
+    def __init__(self) -> None:
+        from memctl import redact
+
+        self.module, self.real = redact, redact.redact_into
+        self.seconds, self.chars = 0.0, 0
+
+    def __enter__(self) -> RedactionTimer:
+        def timed(text: str, found: dict[str, int]) -> str:
+            began = time.perf_counter()
+            try:
+                return self.real(text, found)
+            finally:
+                self.seconds += time.perf_counter() - began
+                self.chars += len(text)
+
+        self.module.redact_into = timed
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.module.redact_into = self.real
+
+
 def parse_child(path: Path) -> None:
-    """Parse one file in this (fresh) process; print MB/s and peak RSS as JSON."""
+    """Parse one file in this (fresh) process; print MB/s, peak RSS and the time spent
+    redacting as JSON."""
     import resource
 
     from memctl.sources import IngestOptions, Skipped, parse
 
-    began = time.perf_counter()
-    episodes = skipped = 0
-    for item in parse(path, IngestOptions(), "claude-code"):
-        skipped += isinstance(item, Skipped)
-        episodes += not isinstance(item, Skipped)
-    seconds = time.perf_counter() - began
+    with RedactionTimer() as redaction:
+        began = time.perf_counter()
+        episodes = skipped = 0
+        for item in parse(path, IngestOptions(), "claude-code"):
+            skipped += isinstance(item, Skipped)
+            episodes += not isinstance(item, Skipped)
+        seconds = time.perf_counter() - began
     megabytes = path.stat().st_size / 1e6
     print(json.dumps({"mb": round(megabytes, 1), "mb_per_s": round(megabytes / seconds, 1), "episodes": episodes,
-                      "skipped": skipped, "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+                      "skipped": skipped, "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                      "redaction_s": round(redaction.seconds, 3), "redacted_mb": round(redaction.chars / 1e6, 2),
+                      "redaction_share": round(redaction.seconds / seconds, 3)}))
+
+
+def ingest_child(path: Path) -> None:
+    """Ingest one file into a fresh database in this process, as `memctl ingest` does by
+    default offline (rules extractor): the time spent redacting as a share of it."""
+    with tempfile.TemporaryDirectory(prefix="memctl-ingest-") as tmp, RedactionTimer() as redaction:
+        memory = Memory.open(Path(tmp) / "m.db")
+        began = time.perf_counter()
+        report = memory.ingest([path], IngestOptions(format="claude-code"),
+                               extractor=build_extractor("rules", clock=memory.clock))
+        seconds = time.perf_counter() - began
+        memory.close()
+    print(json.dumps({"episodes": report.episodes, "ingest_s": round(seconds, 3), "redaction_s": round(redaction.seconds, 3),
+                      "redaction_share": round(redaction.seconds / seconds, 3)}))
 
 
 def claude_code_log(path: Path, megabytes: int) -> Path:
@@ -186,12 +231,27 @@ def parse_benchmark(total_mb: int) -> dict:
             child = subprocess.run([sys.executable, __file__, "--parse-child", str(path)],
                                    capture_output=True, text=True, check=True)
             results[label] = json.loads(child.stdout)
+            if label == "small":
+                log("ingesting it (rules extractor), redaction timed")
+                child = subprocess.run([sys.executable, __file__, "--ingest-child", str(path)],
+                                       capture_output=True, text=True, check=True)
+                results["ingest_small"] = json.loads(child.stdout)
     return {"parse_mb_per_s": results["large"]["mb_per_s"], "parse": results,
-            "parse_targets": {"mb_per_s_min": 20, "peak_rss": "independent of file size"}}
+            "redaction_share_of_ingest": results["ingest_small"]["redaction_share"],
+            "redaction_share_of_parse": results["large"]["redaction_share"],
+            "parse_targets": {"mb_per_s_min": 20, "peak_rss": "independent of file size",
+                              "redaction_share_of_ingest_max": 0.10}}
 
 
-def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float = 0.3) -> dict:
-    """The LLM extractor against the local fake server with ``latency`` s per call."""
+def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float = 0.3,
+                      quality_episodes: int = 400, seed: int = 0) -> dict:
+    """The LLM path against the local fake server: speed, then what a lying model leaves."""
+    return {**extract_speed(episodes, concurrency, latency),
+            **extract_quality(quality_episodes, concurrency, seed)}
+
+
+def extract_speed(episodes: int, concurrency: int, latency: float) -> dict:
+    """The LLM extractor alone against the fake server with ``latency`` s per call."""
     from memctl.extract import Request
     from memctl.extract.llm import LLMExtractor, make_client
     from tests.fake_llm import API_KEY, FakeOpenAIServer
@@ -211,13 +271,135 @@ def extract_benchmark(episodes: int = 64, concurrency: int = 8, latency: float =
         first = [result for _, result in extractor.extract(requests)]
         seconds = time.perf_counter() - began
         rerun = [result for _, result in extractor.extract(requests)]
-    ideal = concurrency / latency
+    ideal = concurrency / latency if latency else None  # no latency: no ideal to compare with
     return {"extract_episodes": episodes, "extract_concurrency": concurrency, "extract_latency_s": latency,
             "calls_per_episode": round(sum(r.calls for r in first) / episodes, 3),
-            "episodes_per_s": round(episodes / seconds, 2), "ideal_episodes_per_s": round(ideal, 2),
-            "share_of_ideal": round(episodes / seconds / ideal, 3),
+            "episodes_per_s": round(episodes / seconds, 2), "ideal_episodes_per_s": ideal and round(ideal, 2),
+            "share_of_ideal": ideal and round(episodes / seconds / ideal, 3),
             "cached_rerun_calls": sum(r.calls for r in rerun),
             "extract_targets": {"calls_per_episode_max": 1.05, "share_of_ideal_min": 0.9, "cached_rerun_calls": 0}}
+
+
+# Where the generated sentences get their dates: (kind, chance). "plan" is a start after
+# the episode, stated ("from October 2025", said in May 2025).
+DATE_KINDS = (("none", 0.30), ("day", 0.12), ("month", 0.12), ("quarter", 0.08), ("year", 0.08),
+              ("early year", 0.06), ("plan", 0.08), ("end", 0.08), ("both", 0.08))
+OBJECTS = ("Postgres", "Redis", "Kafka", "Oslo", "Berlin", "Lima", "Engineer", "Designer", "Neovim", "Rust")
+
+
+def _period(kind: str, when: datetime) -> tuple[str, str, str]:
+    """(words, first day in storage form, precision) of a date of ``kind`` around ``when``."""
+    if kind == "day":
+        first = datetime(when.year, when.month, when.day, tzinfo=UTC)
+        return f"{when.day} {when:%B %Y}", to_storage(first), "day"
+    if kind == "month":
+        return f"{when:%B %Y}", to_storage(datetime(when.year, when.month, 1, tzinfo=UTC)), "month"
+    if kind == "quarter":
+        quarter = (when.month - 1) // 3 + 1
+        return f"Q{quarter} {when.year}", to_storage(datetime(when.year, 3 * quarter - 2, 1, tzinfo=UTC)), "quarter"
+    words = f"early {when.year}" if kind == "early year" else f"{when.year}"
+    return words, to_storage(datetime(when.year, 1, 1, tzinfo=UTC)), "year"
+
+
+def extraction_corpus(rng: random.Random, episodes: int) -> tuple[list[dict], dict[str, tuple]]:
+    """Chat lines of ``episodes`` turns of 1-3 sentences the fake model reads, and the
+    truth: subject → (valid_at, its precision, invalid_at, its precision) as the text states."""
+    lines, truth = [], {}
+    kinds, weights = zip(*DATE_KINDS)
+    for n in range(episodes):
+        reference = START + timedelta(seconds=rng.randrange(SPAN_S))
+        sentences = []
+        for m in range(rng.randint(1, 3)):
+            subject, verb, obj = f"Subject{n}n{m}", rng.choice(("uses", "lives in", "works as")), rng.choice(OBJECTS)
+            kind = rng.choices(kinds, weights)[0]
+            past = reference - timedelta(days=rng.randint(40, 1500))
+            precision_kind = rng.choice(("day", "month", "quarter", "year"))
+            if kind == "none":
+                dates, expected = "", (to_storage(reference), "instant", None, None)
+            elif kind == "plan":
+                words, at, precision = _period("month", reference + timedelta(days=rng.randint(40, 400)))
+                dates, expected = f" from {words}", (at, precision, None, None)
+            elif kind == "end":
+                words, at, precision = _period(precision_kind, past)
+                dates, expected = f" until {words}", (None, None, at, precision)
+            elif kind == "both":
+                start, start_at, start_precision = _period("year", past - timedelta(days=800))
+                end, end_at, end_precision = _period("month", past)
+                dates, expected = f" from {start} until {end}", (start_at, start_precision, end_at, end_precision)
+            else:
+                words, at, precision = _period(kind, past)
+                dates, expected = f" since {words}", (at, precision, None, None)
+            sentences.append(f"{subject} {verb} {obj}{dates}.")
+            truth[subject] = expected
+        said = reference.strftime("%Y-%m-%dT%H:%M:%SZ")
+        lines += [{"role": "user", "content": " ".join(sentences), "timestamp": said},
+                  {"role": "assistant", "content": "Noted.", "timestamp": said}]
+    return lines, truth
+
+
+def extract_quality(episodes: int, concurrency: int, seed: int) -> dict:
+    """A backfill ingested through the LLM path against a model that lies as the seed's
+    report says (tests/fake_llm.py "fake-seed": today's midnight for 56% of starts and 7%
+    of ends, the words of the date kept): calls per episode, dates stored at an invented
+    midnight, stated dates kept exactly (by precision), and the calls of an unchanged re-run."""
+    from memctl.extract.dates import is_extraction_day_midnight
+    from memctl.extract.llm import LLMExtractor, make_client
+    from memctl.store.cache import ResponseCache
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
+
+    lines, truth = extraction_corpus(random.Random(seed), episodes)
+    with tempfile.TemporaryDirectory(prefix="memctl-bench-") as tmp, \
+            FakeOpenAIServer(datetime.now(UTC)) as server:
+        chat = Path(tmp) / "chat.jsonl"
+        chat.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        memory = Memory.open(Path(tmp) / "extract.db")
+
+        def extractor() -> LLMExtractor:
+            return LLMExtractor(make_client(api_key=API_KEY, base_url=server.base_url), "fake-seed", memory.clock,
+                                ResponseCache(memory.db, memory.now), concurrency=concurrency)
+
+        log(f"extract: ingesting {episodes} episodes ({len(truth)} facts) through a lying model")
+        report = memory.ingest([chat], IngestOptions(), extractor=extractor())
+        lies = dict(server.seed)
+        rows = memory.db.execute(
+            "SELECT subject, valid_at, valid_at_precision, invalid_at, invalid_at_precision, extracted_at, "
+            "reference_time FROM assertions WHERE expired_at IS NULL").fetchall()
+        ids = [episode.id for episode in memory.episodes()]
+        rerun = memory.retry(ids, extractor(), dry_run=True)
+        again = memory.ingest([chat], IngestOptions(), extractor=extractor())
+        memory.close()
+
+    invented = sum(1 for _, start, _, end, _, extracted, reference in rows for date in (start, end)
+                   if date is not None and is_extraction_day_midnight(date, extracted) and date[:10] != reference[:10])
+    stored = {subject: (start, start_precision, end, end_precision)
+              for subject, start, start_precision, end, end_precision, _, _ in rows}
+    kept: dict[str, list[int]] = {}  # precision → [kept exactly, stated]
+    for subject, (start, start_precision, end, end_precision) in truth.items():
+        got = stored.get(subject, (None,) * 4)
+        for at, precision, stored_at, stored_precision in ((start, start_precision, *got[:2]),
+                                                            (end, end_precision, *got[2:])):
+            if at is not None and precision != "instant":
+                tally = kept.setdefault(precision, [0, 0])
+                tally[0] += (stored_at, stored_precision) == (at, precision)
+                tally[1] += 1
+    undated = [subject for subject, (start, precision, _, _) in truth.items() if precision == "instant"]
+    return {
+        "extract_quality_episodes": episodes, "extract_quality_facts": len(truth),
+        "seed_model_lies": {"start_share": round(lies["start_lies"] / max(lies["starts"], 1), 3),
+                            "end_share": round(lies["end_lies"] / max(lies["assertions"], 1), 3),
+                            "replies_with_both": lies["both_lies"]},
+        "quality_calls_per_episode": round(report.extraction_calls / episodes, 3),
+        "guard_changes": report.guard_changes, "dropped_assertions": len(report.dropped),
+        "extraction_failures": report.extraction_failures,
+        "stored_dates_at_invented_midnight": invented,
+        "stated_dates_kept": f"{sum(k for k, _ in kept.values())}/{sum(n for _, n in kept.values())}",
+        "stated_dates_kept_by_precision": {precision: f"{k}/{n}" for precision, (k, n) in sorted(kept.items())},
+        "undated_facts_at_their_episodes_time": f"{sum(stored.get(s, (None,))[0] == truth[s][0] for s in undated)}"
+                                                f"/{len(undated)}",
+        "unchanged_rerun_calls": {"retry": rerun.model_calls, "ingest": again.extraction_calls},
+        "extract_quality_targets": {"calls_per_episode_max": 1.05, "stored_dates_at_invented_midnight": 0,
+                                    "stated_dates_kept": "all", "unchanged_rerun_calls": 0},
+    }
 
 
 def repair_benchmark(total: int = 1_000_000, affected: int = 100_000) -> dict:
@@ -352,6 +534,41 @@ def retrieval_benchmark(args: argparse.Namespace) -> dict:
     if args.speed_n:
         result["speed"] = speed_benchmark(args.speed_n, args.process_runs, args.seed)
     result["retrieval_targets"] = RETRIEVAL_TARGETS
+    return result
+
+
+RULES_TARGETS = {"precision_min": 0.9, "correct_vs_main_min": 3}
+
+
+def rules_benchmark(realdata: Path, seed: int, sessions: int, log_mb: int) -> dict:
+    """The rules extractor: precision, correct facts and recall against the labelled real
+    logs and a generated conversation corpus (scripts/rules_eval), then its speed on a large
+    Claude Code log beside reading that log, since it takes most of an offline ingest's time."""
+    from rules_eval import evaluate
+
+    from memctl.extract.rules import extract_text
+    from memctl.sources import parse
+
+    log("rules: the labelled real logs")
+    result: dict = {"realdata": evaluate.realdata(realdata)}
+    log(f"rules: a generated corpus of {sessions} sessions, seed {seed}")
+    result["generated"] = evaluate.generated(seed, sessions)
+    if log_mb:
+        with tempfile.TemporaryDirectory(prefix="memctl-rules-log-") as tmp:
+            path = claude_code_log(Path(tmp) / "sessions.jsonl", log_mb)
+            log(f"rules: reading and extracting {path.stat().st_size / 1e6:.0f} MB of Claude Code log")
+            episodes: list[Episode] = []
+            read_s = timed(lambda: episodes.extend(e for e in parse(path, IngestOptions(), "claude-code")
+                                                   if isinstance(e, Episode)))
+            extract_s = statistics.median(  # of three passes: one alone swings with this shared machine
+                timed(lambda: [extract_text(e.content, e.reference_time, evaluate.EXTRACTED_AT) for e in episodes])
+                for _ in range(3))
+            megabytes = path.stat().st_size / 1e6
+            result["log"] = {"mb": round(megabytes, 1), "episodes": len(episodes), "read_s": round(read_s, 2),
+                             "extract_s": round(extract_s, 2),
+                             "text_mb_per_s": round(sum(len(e.content) for e in episodes) / 1e6 / extract_s, 2),
+                             "log_mb_per_s_read_and_extract": round(megabytes / (read_s + extract_s), 1)}
+    result["rules_targets"] = RULES_TARGETS
     return result
 
 
@@ -881,7 +1098,7 @@ def llm_row(tmp: Path, episodes: int) -> dict:
     the second has nothing to extract and must cost next to nothing."""
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
-    figures = extract_benchmark(episodes=episodes)
+    figures = extract_speed(episodes, concurrency=8, latency=0.3)
     chat = tmp / "chat.jsonl"
     with open(chat, "w", encoding="utf-8") as handle:
         for n in range(episodes):
@@ -920,12 +1137,18 @@ def main() -> None:
     parser.add_argument("--parse", action="store_true", help="only the parse benchmark (real Claude Code sample)")
     parser.add_argument("--parse-mb", type=int, default=200, help="size of the parse benchmark's large file")
     parser.add_argument("--parse-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--ingest-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--extract", action="store_true", help="only the LLM extraction benchmark (local fake server)")
+    parser.add_argument("--extract-episodes", type=int, default=64, help="episodes of the extraction speed run")
+    parser.add_argument("--extract-latency", type=float, default=0.3, help="seconds the fake model takes per call")
+    parser.add_argument("--extract-quality-episodes", type=int, default=400,
+                        help="episodes ingested through the lying model (fake-seed)")
     parser.add_argument("--repair", action="store_true", help="only the repair benchmark (1M assertions, 100k damaged)")
     parser.add_argument("--repair-assertions", type=int, default=1_000_000, help="with --repair: a tenth are damaged")
     parser.add_argument("--retrieval", action="store_true",
                         help="only retrieval: recall@10 against bare FTS5 on real and generated logs, and recall speed")
-    parser.add_argument("--realdata", type=Path, default=REALDATA, help="the real logs the labelled questions are about")
+    parser.add_argument("--realdata", type=Path, default=REALDATA,
+                        help="the real logs the labelled questions and facts are about")
     parser.add_argument("--corpus-sessions", type=int, default=320, help="sessions in the generated corpus")
     parser.add_argument("--speed-n", type=int, default=100_000,
                         help="retrieval speed at this many assertions plus as many text episodes (0: skip)")
@@ -937,13 +1160,18 @@ def main() -> None:
     parser.add_argument("--dimensions", type=int, default=256)
     parser.add_argument("--mcp", action="store_true", help="only `memctl mcp` round trips over stdio (needs memctl[mcp])")
     parser.add_argument("--mcp-calls", type=int, default=200, help="add_memory calls and recalls timed with --mcp")
+    parser.add_argument("--rules", action="store_true",
+                        help="only the rules extractor: precision and correct facts on labelled real and generated "
+                             "conversations, and its speed")
+    parser.add_argument("--rules-sessions", type=int, default=240, help="sessions in the rules' generated corpus")
+    parser.add_argument("--rules-log-mb", type=int, default=20, help="size of the log the rules are timed on (0: skip)")
     parser.add_argument("--backfill", action="store_true",
                         help="only issue 15's table: every row as whole processes beside its floor")
     parser.add_argument("--sizes", type=lambda text: [int(x) for x in text.split(",")], default=[10_000, 100_000],
                         help="with --backfill: structured-ingest sizes, comma-separated (e.g. 10000,100000,1000000)")
     parser.add_argument("--ingest-runs", type=int, default=3, help="with --backfill: paired ingest runs below 1M")
     parser.add_argument("--log-mb", type=int, default=200, help="with --backfill: size of the Claude Code log ingested")
-    parser.add_argument("--llm-episodes", type=int, default=64, help="with --backfill or --extract: turns the LLM extracts")
+    parser.add_argument("--llm-episodes", type=int, default=64, help="with --backfill: turns the LLM extracts")
     parser.add_argument("--markdown", action="store_true", help="with --backfill: print the table as markdown")
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
@@ -953,11 +1181,15 @@ def main() -> None:
     if args.parse_child:
         parse_child(args.parse_child)
         return
+    if args.ingest_child:
+        ingest_child(args.ingest_child)
+        return
     if args.parse:
         print(json.dumps(parse_benchmark(args.parse_mb)))
         return
     if args.extract:
-        print(json.dumps(extract_benchmark(episodes=args.llm_episodes)))
+        print(json.dumps(extract_benchmark(args.extract_episodes, latency=args.extract_latency,
+                                           quality_episodes=args.extract_quality_episodes, seed=args.seed)))
         return
     if args.repair:
         print(json.dumps(repair_benchmark(args.repair_assertions, args.repair_assertions // 10)))
@@ -974,6 +1206,9 @@ def main() -> None:
         return
     if args.mcp:
         print(json.dumps(mcp_benchmark(args.assertions, args.entities, args.mcp_calls, args.seed)))
+        return
+    if args.rules:
+        print(json.dumps(rules_benchmark(args.realdata, args.seed, args.rules_sessions, args.rules_log_mb)))
         return
     if args.db is not None and args.db.exists():
         parser.error(f"{args.db} already exists; the benchmark needs a fresh database")

@@ -114,7 +114,7 @@ CREATE TABLE operations (
             command TEXT,                  -- JSON: what was asked
             counts TEXT,                   -- JSON: what it did
             episode_ids TEXT               -- JSON: episodes an undo removed
-        );
+        , process TEXT);
 CREATE TABLE repairs (
             operation_id TEXT NOT NULL REFERENCES operations(id),
             assertion_id INTEGER NOT NULL REFERENCES assertions(id),

@@ -43,11 +43,11 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def cli(monkeypatch, capsys, db_path):
-    """Run the real CLI entry point in-process: argv in, exit code and output out."""
+def raw_cli(monkeypatch, capsys):
+    """Run the real CLI entry point in-process with exactly these arguments."""
 
-    def run(*args, db: Path | None = None) -> Run:
-        monkeypatch.setattr(sys, "argv", ["memctl", "--db", str(db or db_path), *map(str, args)])
+    def run(*args) -> Run:
+        monkeypatch.setattr(sys, "argv", ["memctl", *map(str, args)])
         try:
             main()
             code = 0
@@ -55,6 +55,17 @@ def cli(monkeypatch, capsys, db_path):
             code = done.code or 0
         captured = capsys.readouterr()
         return Run(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def cli(raw_cli, db_path):
+    """Run the real CLI entry point in-process on this test's database: argv in, exit
+    code and output out."""
+
+    def run(*args, db: Path | None = None) -> Run:
+        return raw_cli("--db", db or db_path, *args)
 
     return run
 

@@ -165,7 +165,7 @@ def test_undo_by_operation_and_by_source(cli, tmp_path):
 
 
 def test_purge_erases_content_everywhere(cli, db_path, tmp_path):
-    secret = "sk-live-0123456789abcdef0123456789"
+    secret = "zebracornflakes"  # a codename: no redaction rule takes it, only the purge can
     leaked = write_jsonl(tmp_path / "leak.jsonl", [
         line("2024-01-01", fact("deploy bot", "uses token", secret), content=f"the key is {secret}"),
         line("2024-01-02", fact("deploy bot", "runs on", "Kubernetes")),
@@ -230,8 +230,10 @@ def test_reference_time_fallbacks(cli, db_path, tmp_path):
         (["undo", "ep_nope"], "no episode or operation matches"),
         (["undo"], "name at least one"),
         (["show", "ep_nope"], "no episode matches"),
-        (["history", "nobody"], "no entity named"),
         (["recall", "!!!"], "no words"),
+        (["episodes", "--source", "/nope/gone.jsonl"], "no such file"),
+        (["episodes", "--format", "pdf"], "--format"),
+        (["episodes", "--limit", "-1"], "--limit"),
         (["recall", "billing", "--limit", "0"], "--limit"),
         (["episodes", "--status", "gone"], "--status"),
         (["ingest", "does-not-exist.jsonl"], "no such file"),

@@ -334,6 +334,10 @@ def test_sigkill_mid_ingest_leaves_whole_episodes_and_rerun_completes(tmp_path):
     assert check_whole_episodes(db, expected) == n
     assert stored_positions(db) == list(range(1, n + 1))
     assert report["operation_id"] in done_ingests(db)
+    # The killed runs that got as far as their journal row are no longer "running": the
+    # next writer saw their processes gone (issue 14, item 6).
+    statuses = [row[0] for row in read_only(db).execute("SELECT status FROM operations WHERE kind = 'ingest'")]
+    assert "running" not in statuses and statuses.count("interrupted") >= 1, (statuses, outcomes)
     counts = stats(db)
     assert (counts["episodes"], counts["episodes_undone"], counts["assertions"]) == (n, 0, sum(expected.values()))
     assert_rebuild_changes_nothing(db)
@@ -500,6 +504,50 @@ def test_bad_line_leaves_existing_database_untouched(tmp_path, bad_line, lines):
     assert f"{bad.resolve()}:{bad_line}:" in result.stderr, result.stderr
 
     assert snapshot(db) == before
+
+
+# --- a retry whose model is down -------------------------------------------------------------
+
+
+def test_a_retry_whose_model_is_down_changes_nothing_killed_or_finished(tmp_path):
+    """Issue 14, item 1 under a kill: retrying with a model that answers only 503 must
+    leave every assertion and fact as it was, whether the process is killed while it
+    waits on the model or runs to its end (exit 1, one line)."""
+    from tests.conftest import write_jsonl
+    from tests.fake_llm import API_KEY, FakeOpenAIServer
+
+    chat = write_jsonl(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": f"Service{i} uses Kafka since 3 March 2024.", "timestamp": f"2024-03-{i + 1:02d}T10:00:00Z"}
+        for i in range(12)])
+    db = tmp_path / "memory.db"
+    stored = run_memctl(db, "ingest", str(chat), "--extractor", "rules", "--json")
+    assert stored.returncode == 0, stored.stderr
+    operation = json.loads(stored.stdout)["operation_id"]
+
+    def state() -> tuple:
+        with query_only(db) as conn:
+            return (conn.execute("SELECT * FROM assertions ORDER BY id").fetchall(),
+                    conn.execute("SELECT * FROM facts ORDER BY id").fetchall(),
+                    conn.execute("SELECT id, extraction FROM episodes ORDER BY id").fetchall())
+
+    before = state()
+    assert before[0], "the rules extractor found nothing to protect"
+    with FakeOpenAIServer(datetime.now(UTC), latency=0.05) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": API_KEY}
+        command = [sys.executable, "-m", "memctl", "--db", str(db), "retry", operation, "--extractor", "llm",
+                   "--model", "fake-down", "--concurrency", "2"]
+        killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while server.calls < 3 and killed.poll() is None and time.monotonic() < deadline:
+            time.sleep(POLL_INTERVAL)
+        killed.kill()
+        killed.wait(timeout=30)
+        assert state() == before
+        finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert finished.returncode == 1, finished.stderr
+    assert finished.stderr.count("\n") == 1 and "extraction failed for 12 episode(s)" in finished.stderr
+    assert state() == before
+    assert_rebuild_changes_nothing(db)
 
 
 # --- a long purge beside another writer, and killed -------------------------------------------

@@ -10,6 +10,7 @@ from memctl.memory import Memory
 from memctl.model import Assertion
 from memctl.sources import IngestOptions
 from tests.conftest import FakeClock, write_jsonl
+from tests.fake_llm import chat_file, point_at
 
 
 class InventingExtractor:
@@ -64,7 +65,8 @@ def test_invented_dates_are_guarded_and_nothing_is_extracted_twice(tmp_path):
     more = write_jsonl(tmp_path / "more.jsonl", [{"role": "user", "content": "and search? billing uses Elastic",
                                                    "timestamp": "2024-06-01T10:00:00Z"}])
     memory.ingest([more], IngestOptions(), extractor=extractor)
-    assert set(extractor.requests[-1].predicates) == {"uses", "depends on"}
+    # the predicates of the entities in view: billing's, not svc's (tests/test_predicates_in_view.py)
+    assert extractor.requests[-1].predicates == ("uses",)
     again = memory.ingest([chat], IngestOptions(), extractor=extractor)
     assert (again.extraction_calls, again.added, again.already_present) == (0, 0, 3)
     assert len(extractor.requests) == 4
@@ -77,13 +79,6 @@ def test_without_an_extractor_log_episodes_wait_as_pending(tmp_path):
     assert memory.db.execute("SELECT extraction FROM episodes").fetchall() == [("pending",)]
 
 
-def _local_llm(monkeypatch, server, key):
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", key)
-
-
 CHAT = [
     ("2023-02-10T09:15:00Z", "Alice lives in Oslo since 20 June 2022. Alice uses Neovim."),
     ("2023-05-01T18:00:00Z", "Billing uses Postgres since 3 March 2021."),
@@ -93,11 +88,7 @@ CHAT = [
 
 
 def _chat_file(tmp_path):
-    lines = []
-    for when, text in CHAT:
-        lines += [{"role": "user", "content": text, "timestamp": when},
-                  {"role": "assistant", "content": "Noted.", "timestamp": when}]
-    return write_jsonl(tmp_path / "chat.jsonl", lines)
+    return chat_file(tmp_path / "chat.jsonl", CHAT)
 
 
 def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(cli, db_path, tmp_path, monkeypatch):
@@ -107,7 +98,7 @@ def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(c
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         run = cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-adversarial", "--json")
         lied = server.dates_answered // 2
     assert run.code == 0, run.err
@@ -133,7 +124,7 @@ def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tm
 
     chat = _chat_file(tmp_path)
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, "wrong-key")
+        point_at(monkeypatch, server, "wrong-key")
         refused = cli("ingest", chat, "--extractor", "llm", "--model", "fake-normal")
         assert refused.code == 1 and "pending" in refused.err
         assert len([line for line in refused.err.splitlines() if "pending" in line]) == 1
@@ -141,7 +132,7 @@ def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tm
             assert conn.execute("SELECT extraction, count(*) FROM episodes GROUP BY 1").fetchall() == [
                 ("pending", len(CHAT))]
             assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == 0
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         again = cli("ingest", chat, "--extractor", "llm", "--model", "fake-normal", "--json")
     assert again.code == 0, again.err
     assert again.json()["extracted_pending"] == len(CHAT) and again.json()["added"] == 0
@@ -167,7 +158,7 @@ def test_retry_of_unchanged_input_costs_no_call(cli, db_path, tmp_path, monkeypa
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal").code == 0
         calls = server.calls
         episodes = [e["id"] for e in cli("episodes", "--json").json()]
@@ -186,7 +177,7 @@ def test_purge_erases_the_cached_model_replies_of_the_episode(cli, db_path, tmp_
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal").code == 0
     episodes = [e["id"] for e in cli("episodes", "--json").json()]
     with sqlite3.connect(db_path) as conn:
@@ -206,7 +197,7 @@ def test_retry_dry_run_pays_for_the_calls_once(cli, db_path, tmp_path, monkeypat
     from tests.fake_llm import API_KEY, FakeOpenAIServer
 
     with FakeOpenAIServer(datetime.now(UTC)) as server:
-        _local_llm(monkeypatch, server, API_KEY)
+        point_at(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "rules").code == 0
         facts_before = cli("recall", "uses", "--json").json()["results"]
         episodes = [e["id"] for e in cli("episodes", "--json").json()]
@@ -221,3 +212,72 @@ def test_retry_dry_run_pays_for_the_calls_once(cli, db_path, tmp_path, monkeypat
     assert done["applied"] and (done["model_calls"], done["cache_hits"]) == (0, len(CHAT))
     assert server.calls == len(CHAT)
     assert preview.json()["added"] and [r["fact"] for r in done["added"]] == [r["fact"] for r in preview.json()["added"]]
+
+
+def test_what_a_model_gets_wrong_twice_is_dropped_and_said_the_rest_stored(cli, db_path, tmp_path, monkeypatch):
+    """A model that repeats its mistake: the episode is done with what stands, and the
+    report, --json and show say which assertion was left out and why."""
+    import json
+    from datetime import datetime
+
+    from tests.fake_llm import FakeOpenAIServer
+
+    class Repeats(FakeOpenAIServer):
+        def model_reply(self, model: str, user: str) -> str:
+            reply = json.loads(super().model_reply(model, user))
+            reply["assertions"].append({**reply["assertions"][0], "subject": "!!!"})
+            return json.dumps(reply)
+
+    turns = CHAT[1:2]  # "Billing uses Postgres since 3 March 2021."
+    with Repeats(datetime.now(UTC)) as server:
+        point_at(monkeypatch, server)
+        run = cli("ingest", chat_file(tmp_path / "chat.jsonl", turns), "--extractor", "llm", "--model", "fake-normal",
+                  "--json")
+        assert server.calls == 2  # the reply, and the one retry for what was wrong
+        episode = cli("episodes", "--json").json()[0]["id"]
+        again = cli("retry", episode, "--extractor", "llm", "--model", "fake-normal", "--json")
+        assert server.calls == 2  # the reply taken is cached: no call, the same assertion left out
+    assert run.code == 0, run.err
+    report = run.json()
+    why = "!!! uses Postgres: subject: '!!!' is not a usable name"
+    assert report["dropped"] == [f"{episode}: {why}"] and report["assertions"] == 1
+    assert report["extraction_failures"] == 0 and not report["partial"]
+    assert "1 assertion(s) left out as wrong also after a retry" in run.err and "memctl show" in run.err
+    assert again.json()["dropped"] == [f"{episode}: {why}"] and again.json()["model_calls"] == 0
+    shown = cli("show", episode, "--json").json()
+    assert (shown["extraction"], shown["extraction_error"]) == ("done", f"1 assertion(s) dropped: {why}")
+    assert [a["fact"] for a in shown["assertions"] if a["expired_at"] is None] == [
+        "Billing uses Postgres since 3 March 2021."]
+    assert f"extraction done: 1 assertion(s) dropped: {why}" in " ".join(cli("show", episode).out.split())
+    assert cli("retry", "--failed", "--json").json()["episodes"] == []  # done: nothing to retry
+
+
+def test_a_model_that_puts_every_date_at_todays_midnight_loses_no_fact(cli, db_path, tmp_path, monkeypatch):
+    """Through the whole command: one call an episode, every fact stored at its stated date
+    or its episode's time, no end, nothing failed."""
+    import json
+    import sqlite3
+    from datetime import datetime
+
+    from tests.fake_llm import FakeOpenAIServer
+
+    class Midnight(FakeOpenAIServer):
+        def model_reply(self, model: str, user: str) -> str:
+            reply = json.loads(super().model_reply(model, user))
+            for item in reply["assertions"]:
+                item.update(valid_at=self.today_midnight, valid_at_evidence="text", valid_at_precision="instant",
+                            invalid_at=self.today_midnight, invalid_at_evidence="text", invalid_at_precision="instant")
+            return json.dumps(reply)
+
+    with Midnight(datetime.now(UTC)) as server:
+        point_at(monkeypatch, server)
+        run = cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal", "--json")
+        assert server.calls == len(CHAT)
+    assert run.code == 0, run.err
+    report = run.json()
+    assert (report["assertions"], report["extraction_failures"], report["dropped"]) == (7, 0, [])
+    with sqlite3.connect(db_path) as conn:
+        rows = dict(conn.execute("SELECT fact, valid_at FROM assertions WHERE invalid_at IS NULL").fetchall())
+    assert len(rows) == 7
+    assert rows["Billing uses Postgres since 3 March 2021."] == "2021-03-03T00:00:00.000000Z"  # from its words
+    assert rows["Bob uses Rust."] == "2023-07-14T08:30:00.000000Z"  # the episode's time

@@ -194,3 +194,115 @@ def test_a_claude_code_file_whose_first_line_has_a_bad_byte_is_read_and_the_line
     run = cli("ingest", path, "--json")
     assert run.code == 1 and run.json()["formats"] == {"claude-code": 1} and run.json()["added"] == 1
     assert "session.jsonl:1: " in run.err and "utf-8" in run.err
+
+
+@pytest.mark.parametrize(("name", "forced", "content"), [
+    ("archive.md", None, b"PK\x03\x04\x14\x00\x00\x00\x08\x00" + bytes(range(256)) * 4),
+    ("photo.txt", None, b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4),
+    ("blob.bin", "text", b"\x00\x01\x02 not text at all \x00" * 100),
+    ("latin.jsonl", "jsonl", bytes(range(128, 256)) * 40),
+])
+def test_binary_content_is_refused_not_stored_as_notes(cli, tmp_path, name, forced, content):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / name).write_bytes(content)
+    (folder / "real.md").write_text("We moved billing to Postgres.")
+    args = ["--format", forced] if forced else []
+    run = cli("ingest", folder, "--reference-time", "2024-05-01", "--json", *args)
+    assert run.code == 1, run.err
+    refused = [line for line in run.json()["refused"] if "real.md" not in line]
+    assert len(refused) == 1 and name in refused[0] and "binary content" in refused[0]
+    assert run.err.count(f"{name}:") == 1  # one line for the file, not one per line of noise
+    stored = cli("episodes", "--json").json()
+    assert name not in {Path(e["source"]).name for e in stored}
+    assert forced == "jsonl" or {Path(e["source"]).name for e in stored} == {"real.md"}
+    preview = cli("ingest", folder / name, "--reference-time", "2024-05-01", "--dry-run", "--json", *args)
+    assert preview.code == 1 and "binary content" in preview.out
+
+
+def test_a_text_note_with_a_few_odd_bytes_is_still_read(cli, tmp_path):
+    note = tmp_path / "cafe.txt"
+    note.write_bytes(b"Meeting at the caf" + b"\xe9 on Friday; we chose Postgres.\n" * 3)
+    run = cli("ingest", note, "--reference-time", "2024-05-01", "--json")
+    assert run.code == 0 and run.json()["added"] == 1
+
+
+def test_malformed_lines_are_summed_by_kind(cli, tmp_path):
+    chat = tmp_path / "c.jsonl"
+    lines = [json.dumps({"role": "user", "content": "hello", "timestamp": "2024-03-01T10:00:00Z"})]
+    lines += [f'{{"role": "user", "content": "broken {i}"' for i in range(30)]  # truncated records
+    lines += [json.dumps({"role": f"bot{i}", "content": "x"}) for i in range(5)]
+    chat.write_text("\n".join(lines) + "\n")
+    run = cli("ingest", chat, "--json")
+    assert run.code == 1
+    skipped = run.json()["skipped"]
+    assert skipped == {"bad JSON": 30, "unknown role": 5} or skipped.get("bad JSON") == 30, skipped
+    assert len(run.json()["malformed"]) == 35  # each one still listed whole
+    table = cli("ingest", chat).out
+    assert sum(1 for line in table.splitlines() if line.startswith("skipped:")) <= 3
+
+
+def test_ctrl_c_exits_130_saying_what_was_kept_and_the_operation_is_interrupted(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    big = tmp_path / "big.jsonl"
+    with big.open("w") as out:
+        for i in range(150_000):
+            out.write(json.dumps({"role": "user" if i % 2 == 0 else "assistant", "content": f"service {i} uses Kafka",
+                                  "timestamp": f"2024-03-01T10:{i // 60 % 60:02d}:{i % 60:02d}Z"}) + "\n")
+    db = tmp_path / "m.db"
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--db", str(db), "ingest", str(big), "--extractor", "rules"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a shell's background job ignores SIGINT; the test must not inherit that
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if db.exists():
+            try:
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                    if conn.execute("SELECT count(*) FROM operations").fetchone()[0]:
+                        break
+            except sqlite3.OperationalError:
+                pass
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the ingest finished before the interrupt landed")
+    assert proc.returncode == 130, err
+    assert "interrupted: what was written before is kept" in err and "run the same command again" in err
+    assert "Traceback" not in err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT status FROM operations").fetchall() == [("interrupted",)]
+
+
+def test_an_ingest_killed_without_a_word_is_marked_interrupted_by_the_next_writer(cli, tmp_path, db_path):
+    """A process that died holding a 'running' operation (kill -9, a power cut): the next
+    writer marks it; one still alive (this test's own process) is left running."""
+    import subprocess
+    import sys
+
+    assert cli("ingest", FIXTURE).code == 0
+    script = ("import os, sys\nfrom memctl.store.connection import open_database, write_transaction\n"
+              "from memctl.store import operations\n"
+              "db = open_database(sys.argv[1])\n"
+              "with write_transaction(db):\n"
+              "    operations.record(db, 'ingest', '2024-01-01T00:00:00.000000Z', {}, 'running')\n"
+              "os._exit(0)  # gone without finishing, as a killed process is\n")
+    from memctl.store import operations
+    from memctl.store.connection import open_database, write_transaction
+
+    live = open_database(db_path)
+    with write_transaction(live):
+        mine = operations.record(live, "ingest", "2024-01-02T00:00:00.000000Z", {}, "running")
+    live.conn.close()
+    subprocess.run([sys.executable, "-c", script, str(db_path)], check=True, timeout=60)
+    before = {op["id"]: op["status"] for op in cli("operations", "--json").json()}
+    assert sorted(before.values()) == ["done", "running", "running"]  # reading marks nothing
+    assert cli("ingest", FIXTURE).code == 0  # a write: already present, but it opens the writer
+    after = {op["id"]: op["status"] for op in cli("operations", "--json").json()}
+    assert after[mine.id] == "running"
+    assert sorted(after.values()) == ["done", "interrupted", "running"]

@@ -8,6 +8,10 @@ import shutil
 import sqlite3
 from datetime import UTC, datetime
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memctl.sources import MAX_EPISODE_CHARS, MIN_USER_CHARS, Turn, cut, render
 from tests.conftest import REALDATA, needs_realdata, write_jsonl
 
 CLAUDE = REALDATA / "daaain-claude-code-log" / "real_projects"
@@ -110,9 +114,9 @@ def test_secrets_are_redacted_before_storage_and_counted(cli, db_path, tmp_path)
         {"role": "assistant", "content": "Noted; never paste keys.", "timestamp": "2024-05-01T10:00:01Z"},
     ])
     report = cli("ingest", chat, "--json").json()
-    assert report["redactions"] == 1
+    assert report["redactions"] == 1 and report["redacted"] == {"openai_key": 1}
     (episode,) = stored(db_path)
-    assert secret not in episode["content"] and "[REDACTED:api_key]" in episode["content"]
+    assert secret not in episode["content"] and "[REDACTED:openai_key]" in episode["content"]
 
 
 def test_unknown_zone_is_bad_usage(cli, tmp_path):
@@ -176,3 +180,45 @@ def test_purging_a_revised_episode_erases_its_older_readings(cli, db_path, tmp_p
     with sqlite3.connect(db_path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         assert "hunter2" not in "\n".join(conn.iterdump())
+
+
+@given(st.text(alphabet="ab\n ", max_size=400), st.integers(min_value=0, max_value=300))
+def test_a_cut_keeps_the_start_and_the_end_and_counts_the_rest(text, limit):
+    kept, removed = cut(text, limit)
+    if len(text) <= limit:
+        assert (kept, removed) == (text, 0)
+        return
+    head, marker, tail = kept.partition(f"\n[cut: {removed} characters]\n")
+    assert marker and text.startswith(head) and text.endswith(tail)
+    assert len(head) + removed + len(tail) == len(text) and len(head) + len(tail) <= limit
+
+
+@given(st.integers(min_value=0, max_value=60_000), st.integers(min_value=0, max_value=60_000))
+def test_a_long_turn_is_cut_in_the_user_part_first(user_chars, reply_chars):
+    user, reply = "x" * user_chars, "y" * reply_chars
+    text, removed = render(Turn(position=1, user=user, assistant=reply))
+    # a reply with no user turn is rendered alone
+    user_kept, _, reply_kept = ("User: \n\n" + text if text.startswith("Assistant: ") else text).removeprefix(
+        "User: ").partition("\n\nAssistant: ")
+    assert len(text) <= MAX_EPISODE_CHARS + 100
+    if reply_chars + min(user_chars, MIN_USER_CHARS) <= MAX_EPISODE_CHARS:
+        assert reply_kept == reply  # the reply is whole whenever the user part can give way
+    assert reply_kept.count("y") + user_kept.count("x") + removed == user_chars + reply_chars
+    assert user_kept.count("x") >= min(user_chars, MIN_USER_CHARS)
+
+
+def test_structured_content_is_cut_by_the_same_rule_and_the_report_says_so(cli, db_path, tmp_path):
+    # a facts line whose "content" is a whole dump: stored cut like a log turn, facts whole
+    facts = write_jsonl(tmp_path / "dump.facts.jsonl", [{
+        "reference_time": "2024-05-01T10:00:00Z", "content": "export\n" + "row of data\n" * 10_000,
+        "facts": [{"subject": "billing", "predicate": "uses", "object": "Postgres"}]}])
+    chat = write_jsonl(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "here is the log:\n" + "GET /x 200\n" * 5_000, "timestamp": "2024-05-01T10:00:00Z"},
+        {"role": "assistant", "content": "The log shows no errors.", "timestamp": "2024-05-01T10:00:05Z"}])
+    report = cli("ingest", facts, chat, "--json").json()
+    assert report["cut"] == 2 and report["assertions"] >= 1
+    contents = {e["format"]: e["content"] for e in stored(db_path)}
+    assert all(len(text) <= MAX_EPISODE_CHARS + 100 and "characters]" in text for text in contents.values())
+    assert contents["jsonl"].endswith("Assistant: The log shows no errors.")
+    table = cli("ingest", facts, chat, db=tmp_path / "other.db")
+    assert f"cut to {MAX_EPISODE_CHARS:,} characters" in table.out

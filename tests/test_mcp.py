@@ -174,6 +174,21 @@ def test_a_plain_text_memory_is_found_by_recall(mcp):
     assert mcp.ok("recall", query="office VPN", as_of="2025-04-01")["results"] == []  # not said yet then
 
 
+def test_a_memory_over_mcp_keeps_no_secret_and_its_purge_erases_it(mcp):
+    from .secret_corpus import plants
+
+    by_name = {plant.name: plant for plant in plants(seed=7)}
+    pasted = [by_name[name] for name in ("env_database_password", "openai_project_key", "postgres_url", "private_key_rsa")]
+    added = mcp.ok("add_memory", content="\n".join(plant.text for plant in pasted), reference_time="2025-05-05",
+                   facts=[{"subject": "deploy bot", "predicate": "configured_with", "object": pasted[0].text}])
+    assert added["redacted"] == {"password": 2, "openai_key": 1, "url_password": 1, "private_key": 1}
+    files = b"".join(path.read_bytes() for path in mcp.db.parent.glob(mcp.db.name + "*"))
+    assert not [plant.name for plant in pasted if plant.secret.encode() in files]
+    assert "DATABASE_PASSWORD=[REDACTED:password]" in memctl(mcp.db, "show", added["episode_id"])["content"]
+    purged = mcp.ok("delete_episode", episode_id=added["episode_id"], purge=True)
+    assert purged["applied"] and "unerased" not in purged
+
+
 def test_recall_is_the_clis_recall_json_and_a_second_process_can_write_meanwhile(mcp):
     report = memctl(mcp.db, "ingest", str(FIXTURE))  # another process writes the file the server has open
     assert report["added"] > 0

@@ -326,7 +326,51 @@ def test_jsonl_bad_lines_are_skipped_with_line_numbers_and_the_rest_kept(tmp_pat
     reasons = {s.position: s.reason for s in skipped}
     assert "next tuesday" in reasons[7] and "timestamp" in reasons[7]
     assert "narrator" in reasons[6]
-    assert "no user message" in reasons[8]
+    assert reasons[8] == chat_jsonl.NO_QUESTION  # it answers the skipped line 7, not "one"
+
+
+def test_jsonl_reply_of_another_conversation_or_after_a_long_gap_is_its_own_episode(tmp_path):
+    path = write_jsonl(tmp_path / "chat.jsonl", [
+        {"role": "assistant", "content": "Welcome back.", "timestamp": "2024-05-01T09:00:00Z", "session_id": "s0"},
+        {"role": "user", "content": "which database does billing use?", "timestamp": "2024-05-01T10:00:00Z",
+         "session_id": "s1"},
+        {"role": "assistant", "content": "Postgres.", "timestamp": "2024-05-01T10:00:05Z", "session_id": "s1"},
+        # another conversation interleaved in the same file: not an answer to billing's question
+        {"role": "assistant", "content": "Dana leads the data team.", "timestamp": "2024-05-01T10:00:07Z",
+         "session_id": "s2"},
+        {"role": "assistant", "content": "She took over in March.", "timestamp": "2024-05-01T10:00:09Z",
+         "session_id": "s2"},
+        {"role": "user", "content": "and search?", "timestamp": "2024-05-01T11:00:00Z", "conversation_id": 7},
+        {"role": "assistant", "content": "Elasticsearch.", "timestamp": "2024-05-01T11:59:59Z", "conversation_id": 7},
+        # the same conversation, but a day later: another exchange whose question is not here
+        {"role": "assistant", "content": "Search moved to OpenSearch.", "timestamp": "2024-05-02T12:00:00Z",
+         "conversation_id": 7},
+    ])
+    episodes, skipped = run(path)
+    assert skipped == []
+    assert [(e.position, e.content, e.reference_time) for e in episodes] == [
+        (1, "Assistant: Welcome back.", z("2024-05-01 09:00:00")),
+        (2, "User: which database does billing use?\n\nAssistant: Postgres.", z("2024-05-01 10:00:00")),
+        (4, "Assistant: Dana leads the data team.\n\nShe took over in March.", z("2024-05-01 10:00:07")),
+        (6, "User: and search?\n\nAssistant: Elasticsearch.", z("2024-05-01 11:00:00")),
+        (8, "Assistant: Search moved to OpenSearch.", z("2024-05-02 12:00:00")),
+    ]
+    assert all(e.reference_time_source == "record" for e in episodes)
+
+
+@pytest.mark.parametrize("seconds, glued", [(3600, True), (3601, False)])
+def test_jsonl_reply_gap_is_one_hour_after_the_last_message(tmp_path, seconds, glued):
+    start = datetime(2024, 5, 1, 10, tzinfo=times.UTC)
+    at = [start, start + timedelta(minutes=50), start + timedelta(minutes=50, seconds=seconds)]
+    path = write_jsonl(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "q", "timestamp": at[0].isoformat()},
+        {"role": "assistant", "content": "a1", "timestamp": at[1].isoformat()},
+        {"role": "assistant", "content": "a2", "timestamp": at[2].isoformat()},
+    ])
+    episodes, _ = run(path)
+    assert chat_jsonl.REPLY_GAP == timedelta(hours=1)
+    assert [e.content for e in episodes] == (
+        ["User: q\n\nAssistant: a1\n\na2"] if glued else ["User: q\n\nAssistant: a1", "Assistant: a2"])
 
 
 def test_jsonl_time_from_first_reply_then_fallbacks(tmp_path):
@@ -422,8 +466,12 @@ def test_note_unclosed_front_matter_is_text_and_empty_note_is_skipped(tmp_path):
 
 def test_big_note_is_one_cut_episode(tmp_path):
     path = tmp_path / "2024-03-05.txt"
-    path.write_text("word " * 100_000)
+    path.write_text("".join(f"line {i} of the note\n" for i in range(30_000)))
     [episode], _ = run(path)
     assert episode.position == 1 and episode.format == "text"
-    assert MAX_EPISODE_CHARS < len(episode.content) < MAX_EPISODE_CHARS + 60
-    assert episode.content.endswith("more characters]")
+    assert len(episode.content) <= MAX_EPISODE_CHARS + 60
+    # its start and its end are kept, whole lines, and the middle is said to be cut
+    head, marker, tail = episode.content.partition("\n[cut: ")
+    assert head.startswith("User: line 0 of the note\n") and head.endswith(" of the note")
+    assert marker and tail.endswith("line 29999 of the note")
+    assert tail.startswith(f"{episode.cut_chars} characters]\nline ")

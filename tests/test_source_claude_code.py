@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memctl.model import Episode
-from memctl.sources import NO_TIME, IngestOptions, Skipped, detect_format, parse
+from memctl.sources import MAX_EPISODE_CHARS, NO_TIME, IngestOptions, Skipped, detect_format, parse
 from memctl.sources import claude_code as cc
 from memctl.times import normalize_instant
 from tests.conftest import REALDATA, needs_realdata, write_jsonl
@@ -51,8 +51,19 @@ _NOT_TYPED = re.compile(
 _IDE = re.compile(r"<(ide_opened_file|ide_selection)>.*?</\1>", re.DOTALL)
 
 
-def looks_typed(record: dict) -> bool:
+def answered_commands(records: list[tuple[int, dict]]) -> set[str]:
+    """uuids of slash-command lines the model answered: an assistant line right under the
+    command's expanded prompt (the isMeta line whose parent is the command)."""
+    commands = {r["uuid"] for _, r in records if r.get("type") == "user" and "<command-name>" in json.dumps(r)}
+    parents = {r.get("parentUuid") for _, r in records if r.get("type") == "assistant"}
+    return {r["parentUuid"] for _, r in records
+            if r.get("isMeta") and r.get("uuid") in parents and r.get("parentUuid") in commands}
+
+
+def looks_typed(record: dict, commands: set[str] = frozenset()) -> bool:
     """A crude, separate reading of 'a person typed this' (or a parent agent's task)."""
+    if record.get("uuid") in commands:
+        return True
     if record.get("type") != "user" or record.get("isMeta") or record.get("isCompactSummary"):
         return False
     content = record["message"]["content"]
@@ -79,7 +90,8 @@ def test_every_real_file(path: Path):
     records = raw_records(path)
     stamps = [normalize_instant(r["timestamp"]) for _, r in records if isinstance(r.get("timestamp"), str)]
     by_line = dict(records)
-    typed = [n for n, r in records if looks_typed(r)]
+    commands = answered_commands(records)
+    typed = [n for n, r in records if looks_typed(r, commands)]
 
     # --from-mtime is on: a parser that lost a record's time would show up as "mtime".
     episodes, skipped = run(path, from_mtime=True)
@@ -163,16 +175,46 @@ def test_real_subagent_logs():
 
 
 @needs_realdata
-def test_real_slash_command_reply_is_not_pinned_on_another_turn():
-    # /init (line 3) expands to an isMeta prompt (line 4); its reply belongs to neither
-    # the command nor the next human turn.
+def test_real_slash_command_session_is_a_turn_with_its_reply():
+    # /init (line 3) expands to an isMeta prompt (line 4); the reply under it answers the
+    # command, and only the command: the next human turn (line 47) does not get it.
     path = REAL / "-Users-dain-workspace-JSSoundRecorder" / "7acd37a8-2745-4b58-a8a9-46164b22ad9e.jsonl"
     episodes, skipped = run(path)
-    assert [(s.position, s.reason) for s in skipped[:2]] == [(3, cc.LOCAL_COMMAND), (4, cc.META_MESSAGE)]
-    assert [e.position for e in episodes] == [47, 59, 64, 99, 169]
-    first = episodes[0]
-    assert "Please analyze this codebase" not in first.content
-    assert "<ide_opened_file>" not in first.content and first.left_out["ide_context"] == 1
+    assert (3, cc.LOCAL_COMMAND) not in [(s.position, s.reason) for s in skipped]
+    assert [e.position for e in episodes] == [3, 47, 59, 64, 99, 169]
+    init, after = episodes[0], episodes[1]
+    user_part, _, reply = init.content.partition("\n\nAssistant: ")
+    assert user_part.startswith("User: /init\n\nPlease analyze this codebase and create a CLAUDE.md file")
+    assert "I've created a [CLAUDE.md](CLAUDE.md) file for this repository" in reply
+    assert init.reference_time == "2025-11-17T23:50:06.058000Z" and init.reference_time_source == "record"
+    assert "Please analyze this codebase" not in after.content and "I've created a" not in after.content
+    assert "<ide_opened_file>" not in after.content and after.left_out["ide_context"] == 1
+
+
+@needs_realdata
+def test_real_pasted_har_file_is_cut_and_the_reply_kept_whole():
+    # The user pastes a whole HAR file (36 kB) and asks what is wrong; the answer is the
+    # episode's point. The paste is cut in the middle: its start (the question) and its end
+    # stay, and the reply is whole.
+    path = REAL / "-Users-dain-workspace-danieldemmel-me-next" / "9e953218-585f-4692-89df-9e0747a31c68.jsonl"
+    [har] = [e for e in run(path)[0] if e.position == 123]
+    user_part, _, reply = har.content.partition("\n\nAssistant: ")
+    assert user_part.startswith("User: Are you sure the HTML is the issue?") and "This is the full HAR:" in user_part
+    assert re.search(r"\n\[cut: \d+ characters\]\n", user_part) and har.cut_chars > 15_000
+    assert reply.startswith("Ah! I see the issue now. Looking at the HAR file:")
+    assert reply.endswith("Your changes are staged and ready to commit!")
+    assert len(har.content) <= MAX_EPISODE_CHARS + 100
+
+
+@needs_realdata
+def test_real_skill_loaded_mid_turn_does_not_cut_the_reply():
+    # A subagent loads a skill (a tool call); Claude Code writes the skill's text as an
+    # isMeta line under the tool result. The agent's work after it is still the task's reply.
+    path = REAL / "-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a52886dc180afb356.jsonl"
+    [task], skipped = run(path)
+    assert (7, cc.META_MESSAGE) in [(s.position, s.reason) for s in skipped]
+    assert "Base directory for this skill" not in task.content
+    assert "I have the skill guidance loaded." in task.content
 
 
 # ---------------------------------------------------------------------------------------
@@ -297,7 +339,7 @@ def test_compaction_summary_is_skipped_and_takes_no_reply(tmp_path):
     ]
 
 
-def test_meta_commands_caveats_and_interruptions_are_not_turns(tmp_path):
+def test_meta_local_commands_caveats_and_interruptions_are_not_turns(tmp_path):
     caveat = ("Caveat: The messages below were generated by the user while running local commands. "
               "DO NOT respond to these messages or otherwise consider them in your response unless the user "
               "explicitly asks you to.")
@@ -321,14 +363,59 @@ def test_meta_commands_caveats_and_interruptions_are_not_turns(tmp_path):
     episodes, skipped = run(path)
     assert [(e.position, e.content) for e in episodes] == [
         (1, "User: real question\n\nAssistant: real answer"),
+        # /init is answered by the model: a turn, with its expanded prompt as context
+        (9, "User: /init\n\nPlease analyze this codebase and create a CLAUDE.md\n\nAssistant: CLAUDE.md written"),
         (14, "User: follow-up"),
     ]
     assert [(s.position, s.reason) for s in skipped] == [
         (3, cc.META_MESSAGE), (4, cc.LOCAL_COMMAND), (5, cc.LOCAL_COMMAND), (6, cc.LOCAL_COMMAND),
-        (7, cc.LOCAL_COMMAND), (8, cc.META_MESSAGE), (9, cc.LOCAL_COMMAND), (10, cc.META_MESSAGE),
-        (12, cc.INTERRUPTION), (13, cc.INTERRUPTION),
+        (7, cc.LOCAL_COMMAND), (8, cc.META_MESSAGE), (12, cc.INTERRUPTION), (13, cc.INTERRUPTION),
     ]
     assert not any(s.malformed for s in skipped)
+
+
+def test_custom_command_with_arguments_is_the_turn_and_its_long_prompt_is_cut_before_the_reply(tmp_path):
+    # A custom command from .claude/commands: the line names it and its arguments, the
+    # isMeta line under it is the command file with the arguments filled in. The prompt
+    # may be long (a pasted checklist); it is cut like any long user turn, the reply kept.
+    prompt = "Fix GitHub issue 123 following these steps:\n" + "\n".join(f"- step {i}: check it" for i in range(3000))
+    path = write_jsonl(tmp_path / "s.jsonl", [
+        user("c1", None, "2025-03-01T09:00:00Z",
+             "<command-message>fix-issue is running…</command-message>\n<command-name>/fix-issue</command-name>\n"
+             "<command-args>123 --quick</command-args>"),
+        user("p1", "c1", "2025-03-01T09:00:00Z", [text(prompt)], isMeta=True),
+        assistant("a1", "p1", "2025-03-01T09:00:04Z", "msg_1", text("Looking at issue 123."), tool_use("t1")),
+        user("r1", "a1", "2025-03-01T09:00:05Z", [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]),
+        assistant("a2", "r1", "2025-03-01T09:00:09Z", "msg_2", text("Fixed: the parser now skips blank lines.")),
+        # a command nobody answers: Claude Code ran it itself
+        user("c2", "a2", "2025-03-01T09:01:00Z",
+             "<command-name>/cost</command-name>\n<command-message>cost</command-message>\n<command-args></command-args>"),
+        user("o2", "c2", "2025-03-01T09:01:00Z", "<local-command-stdout>Total cost: $0.12</local-command-stdout>"),
+        user("u3", "o2", "2025-03-01T09:02:00Z", "thanks"),
+    ])
+    episodes, skipped = run(path)
+    assert [(e.position, e.reference_time, e.identity) for e in episodes] == [
+        (1, "2025-03-01T09:00:00.000000Z", "claude-code\x1fc1"), (8, "2025-03-01T09:02:00.000000Z", "claude-code\x1fu3")]
+    fix = episodes[0]
+    assert fix.content.startswith("User: /fix-issue 123 --quick\n\nFix GitHub issue 123 following these steps:")
+    assert fix.content.endswith("Assistant: Looking at issue 123.\n\nFixed: the parser now skips blank lines.")
+    assert fix.cut_chars > 0 and "characters]" in fix.content.partition("Assistant: ")[0]
+    assert len(fix.content) <= MAX_EPISODE_CHARS + 100
+    assert fix.left_out == {"tool_use": 1, "tool_result": 1}
+    assert [(s.position, s.reason) for s in skipped] == [(6, cc.LOCAL_COMMAND), (7, cc.LOCAL_COMMAND)]
+
+
+def test_a_meta_line_under_a_tool_result_does_not_end_the_turn(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", [
+        user("u1", None, "2025-03-01T09:00:00Z", "write the doc"),
+        assistant("a1", "u1", "2025-03-01T09:00:01Z", "msg_1", tool_use("t1")),
+        user("r1", "a1", "2025-03-01T09:00:02Z", [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]),
+        user("m1", "r1", "2025-03-01T09:00:02Z", [text("Base directory for this skill: /x")], isMeta=True),
+        assistant("a2", "m1", "2025-03-01T09:00:09Z", "msg_2", text("Doc written.")),
+    ])
+    [episode], skipped = run(path)
+    assert episode.content == "User: write the doc\n\nAssistant: Doc written."
+    assert [(s.position, s.reason) for s in skipped] == [(4, cc.META_MESSAGE)]
 
 
 def test_injected_ide_context_and_reminders_are_left_out(tmp_path):

@@ -154,7 +154,7 @@ def test_the_question_is_redacted_and_its_vector_cached(memory):
     for _ in range(3):
         ranker.rank(memory.db, parse(f"which db takes the key {secret}"), Window(as_of=memory.now()), 5)
     (question,) = endpoint.inputs  # asked three times, embedded once
-    assert question == ["which db takes the key [REDACTED:api_key]"]
+    assert question == ["which db takes the key [REDACTED:openai_key]"]
 
 
 def test_the_window_applies_inside_the_ranker_before_its_limit(memory, clock):

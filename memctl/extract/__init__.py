@@ -3,7 +3,8 @@
 Every extractor takes ``Request`` objects and yields one ``Result`` each. A result's
 assertions are ``memctl.model.Assertion`` objects (pydantic-validated, dates already in
 storage form, each with its evidence and precision); the date guard
-(``memctl.extract.guard``) then runs over them before anything is stored.
+(``memctl.extract.guard``) then runs over them before anything is stored, unless the
+extractor ran it itself (``Result.guarded``: the LLM's does, before its interval check).
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ class Result:
     cache_hit: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
+    # Set by an extractor that runs the date guard itself (the LLM's, before its interval
+    # check): the stage then takes its assertions as they are.
+    guarded: bool = False
+    guard_changes: int = 0
+    dropped: list[str] = field(default_factory=list)  # "what: why" of each assertion left out as wrong
 
 
 class Extractor(Protocol):
@@ -47,7 +53,10 @@ class Extractor(Protocol):
     cost no query for them, which for one live memory cost more than the extraction.
     """
 
-    name: str  # "rules", or "llm:<model>"
+    @property
+    def name(self) -> str:
+        """"rules", or "llm:<model>" ("llm" while the model is still to be looked up)."""
+        ...
 
     def extract(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Result]]:
         """One result per request, in any order (an LLM extractor works concurrently)."""
@@ -61,6 +70,28 @@ def reads_context(extractor: Extractor) -> bool:
 
 
 EXTRACTOR_CHOICES = ("auto", "llm", "rules")
+TIMEOUT_VARIABLE = "MEMCTL_LLM_TIMEOUT"
+
+
+def check_options(choice: str, *, concurrency: int = 4, timeout: float | None = None) -> float | None:
+    """Refuse a bad extractor choice, concurrency or timeout (``BadInput``) before
+    anything is opened; the timeout of a model call in seconds: ``timeout``, else
+    ``$MEMCTL_LLM_TIMEOUT``, else None (the extractor's default)."""
+    if choice not in EXTRACTOR_CHOICES:
+        raise BadInput(f"must be auto, llm or rules, got {choice!r}", parameter="extractor")
+    if concurrency < 1:
+        raise BadInput(f"must be at least 1, got {concurrency}", parameter="concurrency")
+    if timeout is None and os.environ.get(TIMEOUT_VARIABLE, "").strip():
+        value = os.environ[TIMEOUT_VARIABLE]
+        try:
+            timeout = float(value)
+        except ValueError:
+            raise BadInput(f"{TIMEOUT_VARIABLE} must be a number of seconds, got {value!r}") from None
+        if not 0 < timeout < float("inf"):
+            raise BadInput(f"{TIMEOUT_VARIABLE} must be a positive number of seconds, got {value!r}")
+    elif timeout is not None and not 0 < timeout < float("inf"):
+        raise BadInput(f"must be a positive number of seconds, got {timeout}", parameter="timeout")
+    return timeout
 
 
 class _SaidOnce:
@@ -83,21 +114,24 @@ class _SaidOnce:
 
 
 def build_extractor(choice: str, *, clock: Callable[[], datetime], cache: Any = None, model: str | None = None,
-                    concurrency: int = 4, notice: Callable[[str], None] = lambda message: None) -> Extractor:
+                    concurrency: int = 4, timeout: float | None = None,
+                    notice: Callable[[str], None] = lambda message: None) -> Extractor:
     """The extractor ``choice`` names: ``llm``, ``rules``, or ``auto`` (an LLM when one is
     configured in the environment, else rules, told through ``notice``).
 
-    ``model`` defaults to ``MEMCTL_MODEL``; ``cache`` keeps the model's replies (a
-    ``memctl.store.cache.ResponseCache``).
+    ``model`` defaults to ``MEMCTL_MODEL``, else the endpoint's only model; ``timeout``
+    (seconds a model call may take) to ``MEMCTL_LLM_TIMEOUT``; ``cache`` keeps the
+    model's replies (a ``memctl.store.cache.ResponseCache``). Nothing is asked of the
+    endpoint until an episode needs the model, so a run that extracts nothing (a
+    structured import) works without one.
     """
     from memctl.extract import llm
 
-    if choice not in EXTRACTOR_CHOICES:
-        raise BadInput(f"must be auto, llm or rules, got {choice!r}", parameter="extractor")
+    timeout = check_options(choice, concurrency=concurrency, timeout=timeout)
     if choice == "rules" or (choice == "auto" and not llm.llm_configured()):
         from memctl.extract.rules import RulesExtractor
 
         rules = RulesExtractor(clock)
         return _SaidOnce(rules, notice) if choice == "auto" else rules
-    return llm.LLMExtractor(llm.make_client(), model or os.environ.get("MEMCTL_MODEL", ""), clock, cache,
-                            concurrency=concurrency)
+    return llm.LLMExtractor(None, model or os.environ.get("MEMCTL_MODEL"), clock, cache, concurrency=concurrency,
+                            timeout=llm.DEFAULT_TIMEOUT if timeout is None else timeout)

@@ -87,6 +87,46 @@ def relative_day(words: str, reference: datetime) -> datetime:
     return start_of_day(reference) + timedelta(days=RELATIVE_DAYS[words.lower()])
 
 
+# ------------------------------------------------------------------ months, quarters, years
+
+# Periods a text names with less than a day, each dated by its first day with the
+# precision it carries: "October 2024" and "2024-10" a month, "Q3 2024" a quarter, "2019",
+# "since 2019" and "early 2023" a year. A text names a day inside a period too ("20 June
+# 2022" holds "June 2022" and "2022"): a reader looks for periods where it found no day.
+YEAR = r"(?:19|20)\d{2}"
+MONTH_OF_YEAR = re.compile(rf"\b(?P<mon>{MONTH})\.?,?\s+(?:of\s+)?(?P<y>{YEAR})\b"
+                           rf"|\b(?P<iy>{YEAR})-(?P<im>0[1-9]|1[0-2])\b(?!-\d)", re.I)
+QUARTER = re.compile(rf"\bQ(?P<q>[1-4])(?:\s+of\s+|[\s/-]?)(?P<y>{YEAR})\b|\b(?P<qy>{YEAR})[\s/-]?Q(?P<qq>[1-4])\b",
+                     re.I)
+# A year standing alone ("2019", "mid-2023", "2019-2021"), not part of a longer number, a
+# word, a version or a time ("v2019", "2019.1", "12:2019").
+LONE_YEAR = re.compile(rf"(?<![\w.:/])(?P<y>{YEAR})(?![\w:/]|\.\d)")
+# A month without its year, only after "in" and capitalised ("in October"), where "may"
+# and "march" are not words.
+IN_MONTH = re.compile(rf"\bin\s+(?:early\s+|late\s+|mid-?)?(?P<mon>{CAPITALISED_MONTH})\b(?!\.?,?\s*\d)")
+
+
+def month_of_year(match: re.Match[str]) -> datetime:
+    """The first day of the month a ``MONTH_OF_YEAR`` match names."""
+    if match["mon"] is not None:
+        return utc_day(int(match["y"]), MONTH_NUMBER[match["mon"].lower()], 1)
+    return utc_day(int(match["iy"]), int(match["im"]), 1)
+
+
+def quarter(match: re.Match[str]) -> datetime:
+    """The first day of the quarter a ``QUARTER`` match names."""
+    year, number = (match["y"], match["q"]) if match["q"] is not None else (match["qy"], match["qq"])
+    return utc_day(int(year), 3 * int(number) - 2, 1)
+
+
+def next_month_named(match: re.Match[str], reference: datetime) -> datetime:
+    """The first day of the month an ``IN_MONTH`` match names: the reference's own month or
+    the next one of that name ("in March", said in November, is next March). An earlier
+    one needs no proof from the text: a date before the episode is never taken for invented."""
+    month = MONTH_NUMBER[match["mon"].lower()]
+    return utc_day(reference.year + (month < reference.month), month, 1)
+
+
 # ----------------------------------------------------------------------------- N units ago
 
 NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,

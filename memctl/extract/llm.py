@@ -2,25 +2,33 @@
 
 Any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, llama.cpp server) through the
 ``openai`` client, which is imported lazily in ``make_client``: it costs ~0.5 s and most
-commands never need it.
+commands never need it. The client is made, and the model looked up when none is named
+(``only_model``), when the first episode needs them: a run with nothing to extract needs
+neither.
 
 - One chat-completions call per episode, with the strict JSON schema of
-  ``memctl.extract.prompt``. Every reply is re-validated here (local servers may not
-  enforce the schema) into ``memctl.model.Assertion`` objects with dates in storage form.
-  An invalid reply gets one retry with the validation error appended to the
-  conversation; after that the episode's result is failed (``Result.error``), never
-  garbage assertions.
+  ``memctl.extract.prompt``. An endpoint that refuses that response format (older Ollama
+  and llama.cpp builds) is asked with ``json_object`` and the schema in the prompt, and
+  one that refuses that too with none; each refusal is learnt once per run.
+- Every reply is re-read here (local servers may not enforce the schema): a reasoning
+  block or a code fence around it is taken off, each assertion is read on its own, its
+  dates go through the date guard (``memctl.extract.guard``) and only then is it checked
+  as a ``memctl.model.Assertion`` (an end after its start). What is still wrong goes back
+  to the model once, with the errors; after that the assertions that stand are kept and
+  the others dropped and named in the result (``Result.dropped``). Only a reply that
+  cannot be read at all, twice, fails the episode (``Result.error``).
 - Transport retries are ours (the client is built with ``max_retries=0``) so every call
   is counted: exponential backoff on 429, 5xx, timeouts and connection errors
   (``call_with_retries``, which the embeddings client uses too).
-- A rejected key (401/403), an unknown model (404) or an endpoint that cannot be reached
-  after the retries raise ``LLMUnavailable``: the whole run stops with one clear line and
-  the episodes stay pending. It is never turned into per-episode failures.
+- A rejected key (401/403), an unknown model (404), no model to use (``NoModel``) or an
+  endpoint that cannot be reached after the retries raise ``LLMUnavailable``: the whole
+  run stops with one clear line and the episodes stay pending. It is never turned into
+  per-episode failures.
 - Bounded concurrency: ``concurrency`` worker threads; results are yielded as they
   complete. The cache is only touched from the consuming thread, so a SQLite-backed
   cache works as is.
-- A response cache keyed by sha256 of (model, PROMPT_VERSION, the request messages and
-  the response format): re-runs and retries of unchanged input make no call.
+- A response cache keyed by sha256 of (model, PROMPT_VERSION, the episode's text and
+  reference time): re-runs and retries of unchanged input make no call.
 """
 
 from __future__ import annotations
@@ -41,10 +49,18 @@ from typing import Any, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memctl import times
-from memctl.errors import BadInput, LLMUnavailable
+from memctl.errors import BadInput, LLMUnavailable, NoModel
 from memctl.extract import Request, Result
-from memctl.extract.prompt import PROMPT_VERSION, RESPONSE_FORMAT, build_messages, correction_message
-from memctl.model import Assertion
+from memctl.extract.guard import Stated, guard_fields, stated_dates
+from memctl.extract.prompt import (
+    JSON_OBJECT_FORMAT,
+    PROMPT_VERSION,
+    RESPONSE_FORMAT,
+    build_messages,
+    correction_message,
+    with_schema_in_prompt,
+)
+from memctl.model import Assertion, Precision, validation_messages
 
 DEFAULT_TIMEOUT = 120.0  # seconds per call; local models on a laptop are slow
 DEFAULT_MAX_RETRIES = 4  # transport retries per call, so up to 5 attempts
@@ -93,6 +109,41 @@ def make_client(
     return openai.OpenAI(api_key=key, base_url=url, http_client=http_client, timeout=timeout, max_retries=0)
 
 
+def only_model(client: Any, retries: Retries) -> str:
+    """The model to use when none is named: the only one a server lists (``GET /models``).
+
+    For a server of one's own (``OPENAI_BASE_URL``: Ollama, llama.cpp, vLLM), which often
+    serves one model. OpenAI's own endpoint lists dozens, so there a model must be named.
+    Raises ``NoModel`` when the server lists none or several, or cannot list them.
+    """
+    import openai  # already imported by make_client; cheap here
+
+    where = endpoint_of(client)
+    ask = "pass --model or set MEMCTL_MODEL"
+    if getattr(getattr(client, "base_url", None), "host", None) == "api.openai.com":
+        raise NoModel(f"no model named: {ask}")
+
+    def listing() -> list[str] | None:
+        try:
+            return [model.id for model in client.models.list()]
+        except openai.NotFoundError:
+            return None
+
+    try:
+        names = call_with_retries(listing, retries, client=client, service="LLM", model="(none named)",
+                                  model_option="--model/MEMCTL_MODEL")
+    except CallFailed as failed:
+        raise NoModel(f"no model named, and the models of {where} could not be listed ({failed}); {ask}") from None
+    if names is None:
+        raise NoModel(f"no model named, and {where} does not list its models (GET /models: HTTP 404); {ask}")
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise NoModel(f"no model named, and {where} lists no models; {ask}")
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    raise NoModel(f"no model named, and {where} lists {len(names)} models ({shown}); {ask} to choose one")
+
+
 def cache_key(model: str, request: Request) -> str:
     """(model, prompt version, episode text, reference time): what the answer depends on.
 
@@ -112,18 +163,12 @@ def cache_key(model: str, request: Request) -> str:
 # --- the reply, as the model gives it ------------------------------------------------------
 
 ModelEvidence = Literal["text", "relative", "reference"]
-Precision = Literal["instant", "day", "month", "year"]
-
-
-class _ReplyEntity(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    type: str | None = None
 
 
 class _ReplyAssertion(BaseModel):
     # Nullable fields may be left out (some local servers drop nulls); everything given
-    # must have the right type and value. Extra keys are a schema violation.
+    # must have the right type and value. Extra keys are a schema violation: a misnamed
+    # date ("start_date") must not pass as no date at all.
     model_config = ConfigDict(extra="forbid")
     subject: str
     predicate: str
@@ -140,27 +185,57 @@ class _ReplyAssertion(BaseModel):
 
 
 class _Reply(BaseModel):
+    # Each assertion is checked on its own (``_ReplyAssertion``), so that one bad item
+    # costs that item, not the reply. The entities are for the model's benefit only.
     model_config = ConfigDict(extra="forbid")
-    entities: list[_ReplyEntity] = []
-    assertions: list[_ReplyAssertion]
+    entities: list[Any] = []
+    assertions: list[Any]
 
 
 class InvalidReply(ValueError):
-    """A reply that does not validate; the message goes back to the model once."""
+    """A reply that cannot be read at all; the message goes back to the model once."""
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
+@dataclass(frozen=True)
+class Problem:
+    """One assertion of a reply that is wrong even after the date guard."""
+
+    where: str  # "assertions.2"
+    what: str  # "billing uses Postgres", or the item's position when it has no names
+    why: str
+
+    def for_model(self) -> str:
+        return f"{self.where} ({self.what}): {self.why}"
+
+    def dropped(self) -> str:
+        return f"{self.what}: {self.why}"
+
+
+@dataclass
+class Reply:
+    """A reply read, its dates guarded: the assertions that stand, and the problems left."""
+
+    assertions: list[Assertion]
+    problems: list[Problem]
+    guard_changes: int
+
+
+# A reasoning block ends here; some chat templates open it in the prompt, so a reply may only close it.
+_THINKING_END = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
+_FENCE = re.compile(r"```[\w-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 _MAX_ERRORS = 12
 
 
-def _describe(error: ValidationError, prefix: str = "") -> list[str]:
-    lines = []
-    for item in error.errors():
-        loc = ".".join(str(part) for part in item["loc"])
-        where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or "reply")
-        message = item["msg"].removeprefix("Value error, ")
-        lines.append(f"{where}: {message}")
-    return lines
+def unwrap(text: str) -> str:
+    """The JSON in a reply: without a reasoning block (``<think>…</think>``, which
+    reasoning models put first), out of a code fence, or from the first ``{`` to the last
+    ``}`` when a model wrote words around it."""
+    body = _THINKING_END.split(text)[-1].strip()
+    fenced = _FENCE.search(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    start, end = body.find("{"), body.rfind("}")
+    return body[start:end + 1] if 0 <= start < end else body
 
 
 def _date(value: str | None, evidence: str | None, precision: str | None, where: str, errors: list[str]):
@@ -177,58 +252,66 @@ def _date(value: str | None, evidence: str | None, precision: str | None, where:
     return times.to_storage(parsed.at), evidence, precision or parsed.precision
 
 
-def parse_reply(text: str, *, extractor: str, extracted_at: str) -> list[Assertion]:
-    """A model's reply → validated assertions; raises ``InvalidReply`` listing every problem."""
-    fenced = _FENCE.match(text)
-    body = fenced.group(1) if fenced else text
+def _named(item: Any, index: int) -> str:
+    """How a problem names its assertion: by its triple when it has one."""
+    if isinstance(item, dict) and all(isinstance(item.get(key), str) for key in ("subject", "predicate", "object")):
+        return f"{item['subject']} {item['predicate']} {item['object']}"
+    return f"assertion {index}"
+
+
+def parse_reply(text: str, *, extractor: str, extracted_at: str, episode: str, reference_time: str,
+                stated: Mapping[str, Stated] | None = None) -> Reply:
+    """A model's reply → assertions, each read, its dates guarded against the ``episode``
+    text and its ``reference_time``, then checked (an end after its start).
+
+    Raises ``InvalidReply`` when the reply cannot be read at all; an assertion that is
+    wrong after the guard is a ``Problem`` of the result, the others stand.
+    """
     try:
-        data = json.loads(body)
+        data = json.loads(unwrap(text))
     except json.JSONDecodeError as error:
         raise InvalidReply(f"the reply is not valid JSON ({error})") from None
     try:
         reply = _Reply.model_validate(data)
     except ValidationError as error:
-        raise InvalidReply("\n".join(_describe(error)[:_MAX_ERRORS])) from None
+        raise InvalidReply("\n".join(validation_messages(error)[:_MAX_ERRORS])) from None
 
-    assertions: list[Assertion] = []
-    errors: list[str] = []
-    for index, item in enumerate(reply.assertions):
-        here = f"assertions.{index}"
-        problems: list[str] = []
-        valid_at, valid_evidence, valid_precision = _date(
-            item.valid_at, item.valid_at_evidence, item.valid_at_precision, f"{here}.valid_at", problems
-        )
-        invalid_at, invalid_evidence, invalid_precision = _date(
-            item.invalid_at, item.invalid_at_evidence, item.invalid_at_precision, f"{here}.invalid_at", problems
-        )
-        if problems:
-            errors.extend(problems)
-            continue
-        fact = item.fact.strip() or f"{item.subject} {item.predicate.replace('_', ' ')} {item.object}"
+    if stated is None:
+        stated = stated_dates(episode, reference_time)
+    result = Reply([], [], 0)
+    for index, raw in enumerate(reply.assertions):
+        where, what = f"assertions.{index}", _named(raw, index)
+        errors: list[str] = []
         try:
-            assertions.append(
-                Assertion(
-                    subject=item.subject,
-                    predicate=item.predicate,
-                    object=item.object,
-                    fact=fact,
-                    valid_at=valid_at,
-                    valid_at_evidence=valid_evidence,
-                    valid_at_precision=valid_precision,
-                    invalid_at=invalid_at,
-                    invalid_at_evidence=invalid_evidence,
-                    invalid_at_precision=invalid_precision,
-                    date_span=(item.date_span or "").strip() or None,
-                    cardinality=item.cardinality,
-                    extractor=extractor,
-                    extracted_at=extracted_at,
-                )
-            )
+            item = _ReplyAssertion.model_validate(raw)
         except ValidationError as error:
-            errors.extend(_describe(error, here))
-    if errors:
-        raise InvalidReply("\n".join(errors[:_MAX_ERRORS]))
-    return assertions
+            result.problems.append(Problem(where, what, "; ".join(validation_messages(error))))
+            continue
+        valid_at, valid_evidence, valid_precision = _date(
+            item.valid_at, item.valid_at_evidence, item.valid_at_precision, "valid_at", errors)
+        invalid_at, invalid_evidence, invalid_precision = _date(
+            item.invalid_at, item.invalid_at_evidence, item.invalid_at_precision, "invalid_at", errors)
+        if errors:
+            result.problems.append(Problem(where, what, "; ".join(errors)))
+            continue
+        fields = {
+            "subject": item.subject, "predicate": item.predicate, "object": item.object,
+            "fact": item.fact.strip() or f"{item.subject} {item.predicate.replace('_', ' ')} {item.object}",
+            "valid_at": valid_at, "valid_at_evidence": valid_evidence, "valid_at_precision": valid_precision,
+            "invalid_at": invalid_at, "invalid_at_evidence": invalid_evidence,
+            "invalid_at_precision": invalid_precision, "date_span": (item.date_span or "").strip() or None,
+            "cardinality": item.cardinality, "extractor": extractor, "extracted_at": extracted_at,
+        }
+        # The guard first: a date the model invented is replaced before the interval is
+        # checked, so it never costs the assertion or a second call.
+        fields, changes = guard_fields(fields, episode, reference_time, stated)
+        try:
+            result.assertions.append(Assertion(**fields))
+        except ValidationError as error:
+            result.problems.append(Problem(where, what, "; ".join(validation_messages(error))))
+            continue
+        result.guard_changes += len(changes)
+    return result
 
 
 # --- transport: one call, retried (shared with memctl.embeddings) -----------------------
@@ -386,38 +469,88 @@ def _envelope(text: str, extracted_at: str) -> str:
     return json.dumps({"reply": text, "extracted_at": extracted_at}, ensure_ascii=False)
 
 
+# A server that cannot give the strict schema says so in its error: older Ollama and
+# llama.cpp builds, llama-cpp-python (with HTTP 500), some vLLM set-ups.
+_REFUSES_FORMAT = re.compile(r"response.?format|json.?schema", re.IGNORECASE)
+
+
+class _FormatRefused(Exception):
+    """The endpoint refused the response format a call asked for."""
+
+    def __init__(self, refused: Any, message: str):
+        super().__init__(message)
+        self.refused = refused
+
+
 class LLMExtractor:
-    """``Request`` → ``Result`` through one structured chat call per episode."""
+    """``Request`` → ``Result`` through one structured chat call per episode.
+
+    ``client`` is an ``openai`` client, or None to make one from the environment
+    (``make_client``, with ``timeout``) when the first call needs it; ``model`` is None
+    to use the endpoint's only model (``only_model``), looked up then too. A run with
+    nothing to extract (a structured import) so needs no endpoint and no model.
+    """
+
+    guards_dates = True  # its results come guarded (``parse_reply``)
 
     def __init__(
         self,
         client: Any,
-        model: str,
+        model: str | None,
         clock: Clock,
         cache: ResponseCache | None = None,
         concurrency: int = 4,
         max_retries: int = DEFAULT_MAX_RETRIES,
         *,
+        timeout: float = DEFAULT_TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
         backoff: float = 1.0,
         max_backoff: float = 60.0,
     ):
-        if not model or not model.strip():
-            raise BadInput("not given: name a model or set MEMCTL_MODEL", parameter="model")
         if concurrency < 1:
             raise BadInput(f"must be at least 1, got {concurrency}", parameter="concurrency")
-        self.client = client
-        self.model = model.strip()
-        self.name = f"llm:{self.model}"
+        self._client = client
+        self._model = model.strip() if model and model.strip() else None
+        self.timeout = timeout
         self.clock = clock
         self.cache = cache
         self.concurrency = concurrency
         self.retries = Retries(max_retries, sleep, backoff, max_backoff)
+        self._ready_lock = threading.Lock()
+        # The response formats still to try, best first; one the endpoint refuses is
+        # dropped for the rest of the run, by whichever call learns it first.
+        self._formats: list[Any] = [RESPONSE_FORMAT, JSON_OBJECT_FORMAT, None]
+        self._formats_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"llm:{self._model}" if self._model else "llm"
+
+    @property
+    def response_format(self) -> Any:
+        """What this run asks the endpoint for: the strict schema until it was refused."""
+        return self._formats[0]
+
+    def _ready(self, *, client: bool) -> tuple[Any, str]:
+        """The model, looked up on first use, and (``client``) the client, made on first
+        use: a run whose replies are all cached and whose model is named makes neither
+        (importing ``openai`` alone is half a second)."""
+        with self._ready_lock:
+            if self._client is None and (client or self._model is None):
+                self._client = make_client(timeout=self.timeout)
+            if self._model is None:
+                self._model = only_model(self._client, self.retries)
+            return self._client, self._model
+
+    @property
+    def model(self) -> str:
+        return self._ready(client=False)[1]
 
     # -- the public interface -------------------------------------------------------------
 
     def extract(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Result]]:
-        """One result per request, as they complete; raises ``LLMUnavailable`` mid-way.
+        """One result per request, as they complete; raises ``LLMUnavailable`` mid-way
+        (``NoModel`` when no model is named and the endpoint lists other than one).
 
         At most ``2 × concurrency`` requests are taken from ``requests`` ahead of the
         results, so a long backfill is streamed, not loaded.
@@ -426,7 +559,7 @@ class LLMExtractor:
         source = iter(requests)
         exhausted = False
         pending: dict[Future, tuple[Request, str]] = {}
-        executor = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="memctl-llm")
+        executor: ThreadPoolExecutor | None = None
         try:
             while True:
                 while not exhausted and len(pending) < 2 * self.concurrency:
@@ -435,13 +568,14 @@ class LLMExtractor:
                     except StopIteration:
                         exhausted = True
                         break
-                    messages = build_messages(request)
                     key = cache_key(self.model, request)
-                    cached = self._cached(key)
+                    cached = self._cached(key, request)
                     if cached is not None:
                         yield request, cached
                         continue
-                    pending[executor.submit(self._extract_one, messages, run)] = (request, key)
+                    if executor is None:
+                        executor = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="memctl-llm")
+                    pending[executor.submit(self._extract_one, request, run)] = (request, key)
                 if not pending:
                     return
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -458,11 +592,12 @@ class LLMExtractor:
                     yield request, result
         finally:
             run.stop.set()
-            executor.shutdown(wait=True, cancel_futures=True)
+            if executor is not None:
+                executor.shutdown(wait=True, cancel_futures=True)
 
     # -- one episode ----------------------------------------------------------------------
 
-    def _cached(self, key: str) -> Result | None:
+    def _cached(self, key: str, request: Request) -> Result | None:
         if self.cache is None:
             return None
         stored = self.cache.get(key)
@@ -470,47 +605,91 @@ class LLMExtractor:
             return None
         try:
             envelope = json.loads(stored)
-            assertions = parse_reply(envelope["reply"], extractor=self.name, extracted_at=envelope["extracted_at"])
+            reply = parse_reply(envelope["reply"], extractor=self.name, extracted_at=envelope["extracted_at"],
+                                episode=request.text, reference_time=request.reference_time)
         except (ValueError, KeyError, TypeError):
             return None  # an entry this version cannot use: ask the model again
-        return Result(assertions=assertions, cache_hit=True, calls=0)
+        # A cached reply is the one the run took: what was wrong in it had its retry then.
+        return Result(assertions=reply.assertions, cache_hit=True, calls=0, guarded=True,
+                      guard_changes=reply.guard_changes, dropped=[p.dropped() for p in reply.problems])
 
-    def _extract_one(self, messages: list[dict[str, str]], run: _Run) -> tuple[Result, str | None]:
-        """(result, cache envelope of the accepted reply) — in a worker thread."""
+    def _extract_one(self, request: Request, run: _Run) -> tuple[Result, str | None]:
+        """(result, cache envelope of the reply taken) — in a worker thread.
+
+        The reply is read and its dates guarded; what is still wrong goes back to the
+        model once. After that the assertions that stand are kept and the others
+        dropped, named in the result; only a reply that cannot be read at all, twice,
+        fails the episode.
+        """
         tally = _Tally()
-        conversation = list(messages)
+        conversation = build_messages(request)
+        stated = stated_dates(request.text, request.reference_time)
+        taken: tuple[Reply, str, str] | None = None  # the last reply that could be read, its text and time
         problem = ""
-        for _ in range(2):  # the reply, and one retry with the validation error
+        for attempt in range(2):  # the reply, and one retry with what was wrong
             extracted_at = times.to_storage(self.clock())
             try:
                 text = self._complete(conversation, tally, run)
             except CallFailed as failed:
-                return tally.result(error=str(failed)), None
+                if taken is None:
+                    return tally.result(error=str(failed)), None
+                break
             try:
-                assertions = parse_reply(text, extractor=self.name, extracted_at=extracted_at)
+                reply = parse_reply(text, extractor=self.name, extracted_at=extracted_at, episode=request.text,
+                                    reference_time=request.reference_time, stated=stated)
             except InvalidReply as invalid:
                 problem = str(invalid)
+            else:
+                taken = (reply, text, extracted_at)
+                if not reply.problems:
+                    break
+                problem = "\n".join(p.for_model() for p in reply.problems[:_MAX_ERRORS])
+            if attempt == 0:
                 conversation = [
                     *conversation,
                     {"role": "assistant", "content": text},
                     {"role": "user", "content": correction_message(problem)},
                 ]
-                continue
-            return tally.result(assertions=assertions), _envelope(text, extracted_at)
-        return tally.result(error=f"invalid model reply, also after a retry: {_short(problem, 300)}"), None
+        if taken is None:
+            return tally.result(error=f"invalid model reply, also after a retry: {_short(problem, 300)}"), None
+        reply, text, extracted_at = taken
+        return tally.result(assertions=reply.assertions, guarded=True, guard_changes=reply.guard_changes,
+                            dropped=[p.dropped() for p in reply.problems]), _envelope(text, extracted_at)
 
     def _complete(self, messages: list[dict[str, str]], tally: _Tally, run: _Run) -> str:
-        """One logical call: the reply's text, after transport retries."""
+        """One logical call: the reply's text, after transport retries, in a response
+        format the endpoint takes."""
+        while True:
+            response_format = self.response_format
+            try:
+                return self._call(messages, response_format, tally, run)
+            except _FormatRefused as refused:
+                with self._formats_lock:
+                    if self._formats[0] is refused.refused:  # not yet learnt by another call
+                        self._formats.pop(0)
+
+    def _call(self, messages: list[dict[str, str]], response_format: Any, tally: _Tally, run: _Run) -> str:
+        import openai  # already imported by make_client; cheap here
+
+        client, model = self._ready(client=True)
+        if response_format is not RESPONSE_FORMAT:
+            messages = with_schema_in_prompt(messages)
+        kwargs = {} if response_format is None else {"response_format": response_format}
 
         def attempt() -> Any:
             if run.stop.is_set():
                 raise _Stopped
             tally.calls += 1
-            return self.client.chat.completions.create(model=self.model, messages=messages,
-                                                       response_format=RESPONSE_FORMAT)
+            try:
+                return client.chat.completions.create(model=model, messages=messages, **kwargs)
+            except openai.APIStatusError as error:
+                said = f"{error.message} {error.body}"
+                if response_format is not None and _REFUSES_FORMAT.search(said):
+                    raise _FormatRefused(response_format, said) from None
+                raise
 
         try:
-            response = call_with_retries(attempt, self.retries, client=self.client, service="LLM", model=self.model,
+            response = call_with_retries(attempt, self.retries, client=client, service="LLM", model=model,
                                          model_option="--model/MEMCTL_MODEL")
         except LLMUnavailable as error:
             raise run.fail(error) from None

@@ -12,11 +12,13 @@ reports with evidence ``text`` must come from words the episode really contains.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from memctl.extract import Request
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 
 # How much of the session's earlier episodes the model sees, to resolve "it", "that
 # service" and the like. Context is for understanding only; nothing is extracted from it.
@@ -50,8 +52,9 @@ PREDICATES
 DATES: valid_at (when the fact became true) and invalid_at (when it stopped being true)
 - REFERENCE_TIME is when the episode happened. It is the only "present" there is: the
   episode was written then, not today.
-- A date written in the episode ("on 20 June 2022", "in March 2023", "since 2019"):
-  use it; evidence "text".
+- A date written in the episode ("on 20 June 2022", "in March 2023", "Q3 2024", "since
+  2019"): use it; evidence "text". A month, quarter or year is written as its first day
+  ("2023-03-01", "2024-07-01", "2019-01-01") with that precision.
 - A relative date ("yesterday", "last month", "2 years ago", "in March" without a year):
   resolve it against REFERENCE_TIME, never against today; evidence "relative".
 - No date in the episode: valid_at = REFERENCE_TIME exactly as given; evidence
@@ -65,7 +68,7 @@ DATES: valid_at (when the fact became true) and invalid_at (when it stopped bein
 - Write dates as ISO-8601 in UTC: "2022-06-20", "2023-03", "2019", or
   "2024-05-01T14:30:00Z" for an exact time.
 - precision: "instant" (a time of day is known, or REFERENCE_TIME is used), "day",
-  "month" or "year": how much of the date the episode gives.
+  "month", "quarter" or "year": how much of the date the episode gives.
 - evidence and precision describe valid_at and invalid_at separately; both are null
   exactly when their date is null.
 - date_span: the exact words of the episode that carry the date ("last month",
@@ -75,7 +78,7 @@ DATES: valid_at (when the fact became true) and invalid_at (when it stopped bein
 # The reply for evidence on a date the model reports. ("explicit" and "repair" are for
 # structured import and repair, never for a model.)
 EVIDENCE = ["text", "relative", "reference"]
-PRECISION = ["instant", "day", "month", "year"]
+PRECISION = ["instant", "day", "month", "quarter", "year"]
 CARDINALITY = ["one", "many"]
 
 
@@ -142,21 +145,50 @@ RESPONSE_FORMAT: dict[str, Any] = {
 }
 
 
+# For an endpoint that refuses the strict schema (older Ollama and llama.cpp builds): any
+# JSON object, with the schema in the prompt instead.
+JSON_OBJECT_FORMAT: dict[str, Any] = {"type": "json_object"}
+
+
+def with_schema_in_prompt(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """``messages`` with the response schema written into the system message, for an
+    endpoint that cannot be given it as the response format."""
+    system, *rest = messages
+    schema = json.dumps(RESPONSE_SCHEMA, separators=(",", ":"))
+    return [{**system, "content": f"{system['content']}\nREPLY FORMAT\nOne JSON object, nothing before or after it, "
+             f"valid against this JSON Schema:\n{schema}\n"}, *rest]
+
+
 def _clip(text: str, limit: int) -> str:
     text = text.strip()
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
+def shown_context(context: Sequence[str]) -> list[str]:
+    """The context episodes as the model is shown them: the last few, each redacted (see
+    ``user_message``), then clipped."""
+    from memctl.redact import redact
+
+    return [_clip(redact(c)[0], CONTEXT_CHARS) for c in [c for c in context if c.strip()][-CONTEXT_EPISODES:]]
+
+
 def user_message(request: Request) -> str:
-    """The one user message: REFERENCE_TIME, context, predicates, then the episode verbatim."""
+    """The one user message: REFERENCE_TIME, context, predicates, then the episode verbatim.
+
+    Text is stored redacted, but what a store written by an earlier memctl kept, or what
+    a retry reads back, is redacted again here and in ``shown_context``: nothing reaches a
+    model unredacted.
+    """
+    from memctl.redact import redact
+
     parts = [f"REFERENCE_TIME: {request.reference_time}"]
     predicates = sorted(set(request.predicates))
     parts.append("EXISTING PREDICATES: " + (", ".join(predicates) if predicates else "(none yet)"))
-    context = [c for c in request.context if c.strip()][-CONTEXT_EPISODES:]
+    context = shown_context(request.context)
     if context:
-        shown = "\n".join(f"<context>\n{_clip(c, CONTEXT_CHARS)}\n</context>" for c in context)
+        shown = "\n".join(f"<context>\n{c}\n</context>" for c in context)
         parts.append(f"CONTEXT (earlier in this session, oldest first; do not extract from it):\n{shown}")
-    parts.append(f"EPISODE (extract from this):\n<episode>\n{request.text}\n</episode>")
+    parts.append(f"EPISODE (extract from this):\n<episode>\n{redact(request.text)[0]}\n</episode>")
     return "\n\n".join(parts)
 
 
@@ -172,6 +204,6 @@ def correction_message(error: str) -> str:
     return (
         "Your reply was not valid:\n"
         f"{error}\n"
-        "Reply again with the complete JSON object only, matching the schema, following "
-        "the rules above."
+        "Reply again with the complete JSON object only (every assertion, the correct ones "
+        "unchanged), matching the schema, following the rules above."
     )

@@ -22,7 +22,11 @@ sentence                                assertions
 "X dropped A in favour of B"            the same
 "X now uses A instead of B"             the same ("now" makes it a change; without it, only A)
 "`file.js` - Now uses Y" (a list item   (file.js, uses, Y): a label that is a link or `code` names
-labelled with a file or identifier)     the subject; a bold word ("**Fast**: uses …") does not
+labelled with a file or identifier)     the subject; a bold word ("**Fast**: uses …") does not; a
+                                        nested item "Uses Y" under such an item is read with it
+"cli.py - Click-based CLI", "tui.py -   (cli.py, uses, Click), (tui.py, uses, Textual): a labelled
+TUI built with Textual framework"       item built on a name ("framework", "library" dropped)
+"X is built with/on Y"                  (X, uses, Y) (Y must be a name)
 "X is now Y"                            (X, is, Y), cardinality one (Y must be a name: capitalised,
                                         a number or `code`)
 "X no longer uses Y", "X stopped using  a retraction of (X, uses, Y): no valid_at, invalid_at =
@@ -33,7 +37,28 @@ anymore"
 "P runs/leads/heads/manages the T team" (T team, led by, P), cardinality one (P a name; T ends in
 "P took over the T team (from Q)"       team, group, squad, org, department, division or unit)
 "P lives in C", "P is based in C",      (P, lives in, C), cardinality one (P a name or the user, C a
-"I live in C"                           name)
+"I live in C", "I've lived in C"        name)
+"I moved/relocated (from A) to C"       (user, lives in, C) from the date: only "I", only a
+                                        capitalised place ("I moved to the platform team" gives nothing)
+"I work at/for O", "P works for O",     (P, works at, O), cardinality one (O capitalised; a team is
+"I've worked at O", "I started at O",   no employer). A bare "I joined Slack" may be an app or a
+"I joined O as a J"                     channel: only "joined O as a J" is read
+"I left A and joined B"                 (user, works at, B) from the date, and (user, works at, A) ends
+"I no longer work at O", "I don't work  (P, works at, O) ends
+at O anymore"
+"I'm a J", "I work as a J", "I became   (P, works as, J), cardinality one; J ends in an occupation
+a J", "I've been a J", "P is a J"       ("nurse", "senior backend engineer"); "at O" adds works at
+"my R is N", "N is my R", "our R is     (owner, R, N), cardinality one: R a role ("manager", "tech
+N", "the R of X is N", "X's R is N",    lead", "main database", "CI", "integration branch"); "my"
+"N became my R", "I report to N"        is the user's in their turn, "our" the user's team; a
+                                        person's role needs a person's name; "I report to N" is
+                                        (user, manager, N)
+"we hired N (as our new R)"             (user, hired, N), cardinality many (N a person's name; "A and
+                                        B" two); with "as our R", (user, R, N) too
+"my name is N"                          (user, name, N), cardinality one
+"I'm from C", "I come from C"           (user, from, C), cardinality one (only the user)
+"we host on H", "X is hosted/deployed   (X, hosted on, H), cardinality many ("I have … and host on
+on H"                                   Vercel": the first clause's "I")
 ======================================  ==========================================================
 
 Who "I", "we" and "you" are: in the user's turn, "I", "we", "our team" and "my team" are
@@ -51,8 +76,8 @@ reference time drops the sentence:
 phrase                                             evidence    precision  resolves to
 =================================================  ==========  =========  ==================
 "on 20 June 2022", "June 20, 2022", "2022-06-20"   text        day        that day, 00:00 UTC
-"in March 2023"                                    text        month      2023-03-01
-"in 2021"                                          text        year       2021-01-01
+"in March 2023", "since March 2023"                text        month      2023-03-01
+"in 2021", "since 2021"                            text        year       2021-01-01
 "on 20 June", "on June 20" (no year)               relative    day        latest such day ≤ reference
 "in March"                                         relative    month      latest March ≤ reference month
 "today" / "yesterday"                              relative    day        reference day / day before
@@ -66,21 +91,31 @@ Days are UTC days. ``date_span`` holds the words that carry the date ("on 20 Jun
 "in March", "2 years ago"), as written in the sentence.
 
 Never read: code blocks (``` and ~~~ fences, indented code), tables, lines that look like
-code, paths, logs, diffs or markup; questions; sentences with hedges or modals ("could",
-"should", "if", "maybe", "let's", "plan", "want", "I think", …); negated sentences (except
-the retraction patterns themselves); sentences over 300 characters. A sentence whose hedge
-is in a later clause (after ", so", ", but", ", and" or ";") is read up to that clause:
-"Felix runs the data team, so the summary should go to him" says who leads the team.
+code, paths, logs, diffs or markup; quoted lines ("> …": someone else's words, a tool's
+output); questions; sentences with hedges or modals ("could", "should", "if", "maybe",
+"let's", "plan", "want", "I think", …); negated sentences (except the retraction patterns
+themselves, and a closing contrast: "We use Neovim, not Vim" is read as "We use Neovim");
+sentences over 300 characters. A sentence whose hedge is in a later clause (after ", so",
+", but", ", and" or ";") is read up to that clause: "Felix runs the data team, so the
+summary should go to him" says who leads the team. A parenthetical aside is left out of
+its sentence and, when it has four words or more, read as a sentence of its own.
+
+Most sentences say none of this: each pattern names the words it cannot match without
+(``_NEEDS``), and a sentence, or a whole paragraph, without any of them (``_worth_reading``)
+is passed over before its dates and names are looked at.
 
 Names are short noun phrases: articles and markdown stripped, inline `code` kept as its
 text, at most five words, no pronouns, quantifiers ("everyone"), clauses ("to …", "that
 …", "working remotely"), lists ("A, B and C"; "A and B" gives two objects) or generic
-words ("the code", "the new structure", "support", "dark mode", "the main branch"). A plain
-noun with plural "use" ("teams use Slack") is a generalisation and gives nothing. "moved"
-and "replaced" need names on both sides (capitalised, a number or `code`: "moved the logo
-from the header to the footer" is no tool change), "I moved from Oslo to Bergen" is a home
-and gives nothing, and an object with a time word ("from Monday to Tuesday") is a
-reschedule.
+words ("the code", "the new structure", "support", "dark mode", "the main branch"). Code
+identifiers are not names ("_preprocess_content_node", "self._store", "applyFilters()",
+"getUserMedia"; a file name such as "recorder.js" is), nor is a quoted phrase that is not
+capitalised ('"Outside diff range comments" uses …'), nor a part of something described
+("BeautifulSoup's blockquote content"). A plain noun with plural "use" ("teams use Slack")
+is a generalisation and gives nothing. "moved" and "replaced" need names on both sides
+(capitalised, a number or `code`: "moved the logo from the header to the footer" is no
+tool change), "I moved from Oslo to Bergen" is a home, and an object with a time word
+("from Monday to Tuesday") is a reschedule.
 """
 
 from __future__ import annotations
@@ -89,7 +124,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Required, TypedDict
+from typing import Required, TypedDict, TypeGuard
 
 from pydantic import ValidationError
 
@@ -128,21 +163,32 @@ class RulesExtractor:
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
-_QUOTE = re.compile(r"^\s*>\s?")
-_CODE_LINE = [
-    re.compile(r"^(?: {4,}|\t)(?![-*+•]\s|\d{1,3}[.)]\s)"),  # indented code (nested lists are kept)
-    re.compile(r"^\s*[|<{}\[\]]"),  # tables, markup, JSON, "[cut: …]"
-    re.compile(r"^\s*(?:\$|>>>|#!|//|/\*|\*/|%|@@|\+\+\+|---|[+-](?=\S)|[+-]\s{2,}|[=*_]{3,}\s*$)"),  # shells, diffs, rules
-    re.compile(r"^\s*(?:~|\.{1,2})?/\S"),  # paths
-    re.compile(r"^\s*[A-Za-z]:\\"),
-    re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}"),  # log timestamps
-    re.compile(r"^\s*\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\b"),
-    re.compile(r"^\s*(?:Traceback \(most recent|File \".*\", line \d+|at \S+ \(.*:\d+)"),
-    re.compile(r"^\s*(?:def|class|import|from\s+\S+\s+import|return|const|let|var|function|"
-               r"public|private|protected|package|#include|SELECT|INSERT|UPDATE|CREATE)\b"),
-    re.compile(r"[;{}]\s*$|\)\s*:\s*$|=>|==|!=|&&|\|\||::|->"),  # code punctuation
-    re.compile(r"^\s*[\w.\[\]\"']+\s*[-+*/]?=\s*\S"),  # assignments
-]
+# a quoted line is someone else's words or a tool's output, not the speaker's
+_QUOTE = re.compile(r"^\s*>")
+# a file name: an entity of its own ("recorder.js uses AudioWorklet"), unlike a code identifier
+_FILE_NAME = re.compile(
+    r"[\w][\w.\-/]*\.(?:js|jsx|ts|tsx|mjs|cjs|py|rb|go|rs|java|kt|swift|c|h|cc|cpp|hpp|cs|php|sh|sql|json|jsonl|"
+    r"toml|yaml|yml|ini|cfg|conf|md|mdx|rst|txt|html|htm|css|scss|vue|svelte|lock|xml|gradle|tf|ex|exs|lua|dart)",
+    re.I)
+# a list item labelled with a file or a code name, the label and what follows: "**[drone.js](…)** - …"
+_ITEM_LABEL = re.compile(rf"^\**(?:\[([\w.\-/+#@]+)\]\([^)\n]*\)|`([^`\n]+)`|({_FILE_NAME.pattern}))\**"
+                         r"(?=\s*(?:\s[-—–]|:)\s)", re.I)
+# a nested item that says only what its parent's label does: "   - Uses AudioWorklet for noise generation"
+_LABEL_VERB = re.compile(r"(?:Now\s+)?(?:Uses|Relies\s+on|Runs\s+on|Is\s+built\s+(?:with|on)|Built\s+(?:with|on))\s")
+_CODE_LINE = re.compile("|".join(f"(?:{pattern})" for pattern in [  # one search, not eleven
+    r"^(?: {4,}|\t)(?![-*+•]\s|\d{1,3}[.)]\s)",  # indented code (nested lists are kept)
+    r"^\s*[|<{}\[\]]",  # tables, markup, JSON, "[cut: …]"
+    r"^\s*(?:\$|>>>|#!|//|/\*|\*/|%|@@|\+\+\+|---|[+-](?=\S)|[+-]\s{2,}|[=*_]{3,}\s*$)",  # shells, diffs, rules
+    r"^\s*(?:~|\.{1,2})?/\S",  # paths
+    r"^\s*[A-Za-z]:\\",
+    r"^\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}",  # log timestamps
+    r"^\s*\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\b",
+    r"^\s*(?:Traceback \(most recent|File \".*\", line \d+|at \S+ \(.*:\d+)",
+    r"^\s*(?:def|class|import|from\s+\S+\s+import|return|const|let|var|function|"
+    r"public|private|protected|package|#include|SELECT|INSERT|UPDATE|CREATE)\b",
+    r"[;{}]\s*$|\)\s*:\s*$|=>|==|!=|&&|\|\||::|->",  # code punctuation
+    r"^\s*[\w.\[\]\"']+\s*[-+*/]?=\s*\S",  # assignments
+]))
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
 _EMPHASIS = [re.compile(r"\*\*(.+?)\*\*"), re.compile(r"__(.+?)__"),
@@ -154,28 +200,36 @@ _ABBREVIATIONS = {"e.g", "i.e", "vs", "etc", "mr", "mrs", "ms", "dr", "prof", "s
 
 
 def _speakers(text: str) -> list[tuple[str, str]]:
-    """(speaker, text) parts: a rendered chat is split into the user's and the assistant's turn."""
+    """(speaker, text) parts: a rendered chat is split into the user's and the assistant's turn
+    (a reply that answers no question in its file is rendered alone, "Assistant: …")."""
     if text.startswith("User: "):
         user, found, assistant = text[len("User: "):].partition("\n\nAssistant: ")
         parts = [("user", user)]
         if found:
             parts.append(("assistant", assistant))
         return parts
+    if text.startswith("Assistant: "):
+        return [("assistant", text[len("Assistant: "):])]
     return [("user", text)]
 
 
+_NOT_PROSE = re.compile(r"[^\w\s]|_")
+
+
 def _looks_like_code(line: str) -> bool:
-    if any(pattern.search(line) for pattern in _CODE_LINE):
+    if _QUOTE.match(line) or _CODE_LINE.search(line):
         return True
     prose = _clean_markdown(_LIST_MARKER.sub("", _INLINE_CODE.sub("x", line)))
-    letters = sum(ch.isalnum() or ch.isspace() for ch in prose)
-    return len(prose) > 0 and letters / len(prose) < 0.8
+    return len(prose) > 0 and len(_NOT_PROSE.findall(prose)) / len(prose) > 0.2
 
 
 def _paragraphs(text: str) -> Iterator[str]:
-    """Prose paragraphs: fenced and code-looking lines dropped; a list item starts a new one."""
+    """Prose paragraphs: fenced, quoted and code-looking lines dropped; a list item starts a
+    new one. A nested item that says only what its parent item's label does ("Uses X" under
+    "drone.js - …") is read with that label."""
     fenced = False
     current: list[str] = []
+    label: tuple[int, str] | None = None  # (indent, label) of the list item above
     for raw in text.splitlines():
         if _FENCE.match(raw):
             fenced = not fenced
@@ -188,13 +242,23 @@ def _paragraphs(text: str) -> Iterator[str]:
                 yield " ".join(current)
                 current = []
             continue
-        line = raw
-        starts_block = bool(_LIST_MARKER.match(line) or _HEADING.match(line))
-        line = _HEADING.sub("", _LIST_MARKER.sub("", _QUOTE.sub("", line)))
+        item = _LIST_MARKER.match(raw)
+        line = _HEADING.sub("", _LIST_MARKER.sub("", raw)).strip()
+        if item:
+            indent = len(raw) - len(raw.lstrip())
+            if label is not None and indent > label[0]:
+                if _LABEL_VERB.match(line):
+                    line = f"`{label[1]}` - {line}"
+            else:
+                named = _ITEM_LABEL.match(line)
+                label = (indent, next(g for g in named.groups() if g)) if named else None
+        elif _HEADING.match(raw) or not raw.startswith((" ", "\t")):
+            label = None
+        starts_block = bool(item or _HEADING.match(raw))
         if starts_block and current:
             yield " ".join(current)
             current = []
-        current.append(line.strip())
+        current.append(line)
         if starts_block and _HEADING.match(raw):  # a heading is a paragraph of its own
             yield " ".join(current)
             current = []
@@ -210,10 +274,13 @@ def _clean_markdown(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def sentences(text: str) -> Iterator[tuple[str, str]]:
-    """(speaker, sentence) for every prose sentence of an episode's text, in order."""
+def sentences(text: str, wanted: Callable[[str], bool] | None = None) -> Iterator[tuple[str, str]]:
+    """(speaker, sentence) for every prose sentence of an episode's text, in order; with
+    ``wanted``, only those of the paragraphs it wants."""
     for speaker, part in _speakers(text):
         for paragraph in _paragraphs(part):
+            if wanted is not None and not wanted(paragraph):
+                continue
             # a list item labelled with a linked file keeps the label as a name: "[a.js](…) - Uses X"
             paragraph = _clean_markdown(_LINK_LABEL.sub(r"`\1`", paragraph))
             start = 0
@@ -240,7 +307,7 @@ _DATE_PATTERNS = [
     ("my", re.compile(rf"\b(?:in\s+)?(?P<mon>{dates.MONTH})\.?,?\s+(?P<y>\d{{4}})\b", re.I)),
     ("dm", re.compile(rf"\bon\s+(?:the\s+)?\d{{1,2}}{dates.ORDINAL}\s+(?:of\s+)?{dates.CAPITALISED_MONTH}\b(?!\s*\d)")),
     ("md", re.compile(rf"\bon\s+{dates.CAPITALISED_MONTH}\s+\d{{1,2}}{dates.ORDINAL}\b(?!,?\s*\d)")),
-    ("y", re.compile(r"\bin\s+(?P<y>(?:19|20)\d{2})\b(?![-/.]\d)", re.I)),
+    ("y", re.compile(r"\b(?:in|since)\s+(?P<y>(?:19|20)\d{2})\b(?![-/.]\d)", re.I)),
     ("m", re.compile(rf"\b[Ii]n\s+(?P<mon>{dates.CAPITALISED_MONTH})\b(?!\s*\d)")),
     ("ago", dates.AGO),
     ("last", dates.LAST),
@@ -381,7 +448,11 @@ _ADVERBS = {"now", "currently", "also", "still", "already", "actually", "mostly"
 _ATOM = "\x01"  # inline code is replaced by \x01<n>\x01 while a sentence is analysed
 _DATE = "\x02"  # and its date phrase by this mark, which ends a name
 _WORD = re.compile(rf"{_ATOM}\d+{_ATOM}|\w+(?:[.'\-/+#]+\w+)*[+#]*(?:\(\))?|[^\w\s]")
-_GOOD_ATOM = re.compile(r"[\w.+#@/:\-]+(?:\(\))?|<\w[\w-]*>")
+_GOOD_ATOM = re.compile(r"[\w.+#@/:\-]+|<\w[\w-]*>")
+# a code identifier, not an entity: a call, a private or member name, an attribute path,
+# a lowerCamelCase function ("applyFilters()", "_preprocess_content_node",
+# "self._store", "navigator.mediaDevices", "getUserMedia"); a file name is an entity
+_CODE_NAME = re.compile(r"\(\)$|^_|^(?:self|this|cls)\.|^[a-z_]\w*(?:\.[a-z_]\w*)+$|^[a-z]+(?:[A-Z][a-z0-9]+)+$")
 
 
 def _tokens(text: str) -> list[str]:
@@ -401,12 +472,16 @@ def _name(words: list[str], atoms: list[str], *, role: str) -> str | None:
         return None
     if not all(_is_word(w) for w in words) or any("/" in w and "." in w for w in words):
         return None  # punctuation inside, or a path
+    if any(_is_code(atoms[int(w.strip(_ATOM))] if w.startswith(_ATOM) else w) for w in words):
+        return None  # "_preprocess_content_node", "applyFilters()": code, not a thing people talk about
     lowered = [w.lower() for w in words]
     if any(w in _NOT_IN_NAME for w in lowered) or lowered[0] in ("of", "for") or lowered[-1] in ("of", "for"):
         return None
     if any(w.endswith(("'re", "'ve", "'ll", "'d", "'m", "n't")) for w in lowered):
         return None
     if role == "object":
+        if any(w.endswith("'s") for w in lowered[:-1]):
+            return None  # "BeautifulSoup's blockquote content": a part of something, described
         if lowered[0] in _NOT_FIRST_IN_OBJECT or (len(words) == 1 and lowered[0] in _GENERIC_OBJECTS):
             return None
         if any(w in ("of", "for") for w in lowered):
@@ -435,6 +510,10 @@ def _name(words: list[str], atoms: list[str], *, role: str) -> str | None:
     return name
 
 
+def _is_code(word: str) -> bool:
+    return not _FILE_NAME.fullmatch(word) and bool(_CODE_NAME.search(word))
+
+
 def _subject(prefix: str, atoms: list[str], speaker: str) -> str | None:
     """The subject a clause prefix names (text from the clause start to the verb), or None."""
     segments = re.split(rf"([,;:{_DATE}]|\s[-—–](?=\s|$)|[—–])", prefix)
@@ -451,12 +530,16 @@ def _subject(prefix: str, atoms: list[str], speaker: str) -> str | None:
                 words = words[size:]
                 changed = True
                 break
+    if len(words) > 2 and words[-1].lower() == "and" and (words[0] == "I" and speaker == "user" or words[0] in ("We", "we")):
+        return USER  # "I have redirects in next.config.js and host on Vercel": the clause's subject
     while words and words[-1].lower() in _ADVERBS:
         words.pop()
     if words and words[-1].endswith("ly") and words[-1].islower():
         return None  # "Billing quietly uses …": an adverb this reader does not know
     if len(words) > 2 and words[0] == '"' and words[-1] == '"':  # a quoted name
         words = words[1:-1]
+        if len(words) > 1 and not all(w[0].isupper() or w[0].isdigit() for w in words):
+            return None  # "Outside diff range comments": a phrase quoted from somewhere, not a name
     if not words and len(segments) >= 3 and segments[-2].strip() in ("-", "—", "–", ":"):
         # a list item labelled with a file or identifier: "`recorder.js` - Now uses AudioWorklet"
         label = _tokens(segments[-3])
@@ -489,7 +572,7 @@ _OBJECT_STOP = _PREPOSITIONS | _CLAUSE | {"which", "that", "who", "whose", "wher
                                            "anymore", "nowadays", "too", "now", "together", "exclusively",
                                            "because", "since", "there", "here", "again", "already", "well",
                                            # "… to Postgres this week", "… last night": a time, not the name
-                                           "this", "last", "next", "earlier"}
+                                           "this", "these", "last", "next", "earlier"}
 _CLAUSE_STARTS = _PRONOUNS | {"then", "now", "also", "so", "therefore", "thus", "it's", "that's", "there's"}
 
 
@@ -556,16 +639,18 @@ _ADV = r"(?:(?:now|currently|also|still|already|actually|mostly|mainly|primarily
        r"generally|definitely|strongly|even)\s+)*"
 _HAVE = r"(?:(?:\s+(?:have|has|had)|'ve|'s|'d)\s+)?"
 _BE = r"(?:\s+(?:is|are|am)|'re|'m|'s)\s+"
+_PERFECT = rf"(?:'ve|\s+have|\s+has)\s+{_ADV}"  # "I've …", "Dana has …"
+_DONT = r"(?:do\s+not|does\s+not|don't|doesn't)"
 _MOVE = r"(?P<verb>switched|moved|migrated|(?:finished|completed|done)\s+(?:migrating|moving|switching))(?:\s+over)?"
 
 _ANYMORE = r"(?=.*\b(?:any\s?more|any\s+longer)\b)"
 _RETRACT = [
     re.compile(rf"(?:{_BE})?\s*no\s+longer\s+{_ADV}(?:uses|use|using)\s+", re.I),
-    re.compile(rf"(?:\s+(?:do|does)\s+not|\s+(?:don't|doesn't))\s+{_ADV}use\s+{_ANYMORE}", re.I),
+    re.compile(rf"\s+{_DONT}\s+{_ADV}use\s+{_ANYMORE}", re.I),
     re.compile(rf"{_HAVE}\s*{_ADV}(?:stopped|quit)\s+using\s+", re.I),
     re.compile(rf"{_HAVE}\s*{_ADV}(?P<drop>dropped|ditched)\s+", re.I),
 ]
-_RETRACT_NEGATION = re.compile(rf"\bno\s+longer\b|\b(?:do\s+not|does\s+not|don't|doesn't)\b{_ANYMORE}", re.I)
+_RETRACT_NEGATION = re.compile(rf"\bno\s+longer\b|\b{_DONT}\b{_ANYMORE}", re.I)
 _SWITCH_FROM = re.compile(rf"(?P<passive>(?:\s+(?:was|were)|\s+(?:has|have)\s+been|'s\s+been)\s+)?{_HAVE}\s*{_ADV}{_MOVE}"
                           rf"(?P<thing>(?:\s+(?!from\b)\S+){{0,6}}?)\s+from\s+", re.I)
 _SWITCH_TO = re.compile(rf"{_HAVE}\s*{_ADV}(?P<verb>switched|migrated)(?:\s+over)?\s+to\s+", re.I)
@@ -575,16 +660,97 @@ _FAVOUR = re.compile(rf"{_HAVE}\s*{_ADV}(?:dropped|ditched|replaced|abandoned)\s
 _MOVE_OFF = re.compile(rf"{_HAVE}\s*{_ADV}(?:moved|migrated|switched)\s+off\s+(?:of\s+)?", re.I)
 _ONTO = r"\s+(?:and\s+)?(?:onto|on\s+to|to)\s+"
 # "X is backed by Y", "X runs on Y": what X is built on, a name
-_BACKED = re.compile(rf"(?:{_BE}{_ADV}(?:backed|powered)\s+by|\s+{_ADV}runs\s+on(?:\s+top\s+of)?)\s+", re.I)
+_BACKED = re.compile(rf"(?:{_BE}{_ADV}(?:(?:backed|powered)\s+by|built\s+(?:with|on|using))|\s+{_ADV}runs\s+on"
+                     r"(?:\s+top\s+of)?)\s+", re.I)
 # who leads a team: "Priya runs the payments team", "Elena took over the platform team from Felix"
 _LEADS = re.compile(rf"\s+{_ADV}(?:runs|leads|heads|manages|took\s+over|has\s+taken\s+over)\s+", re.I)
 _TEAM_WORDS = {"team", "group", "squad", "org", "organisation", "organization", "department", "division", "unit"}
 # where someone lives: "Priya lives in Berlin", "Dana is based in Toronto"
-_LIVES = re.compile(rf"(?P<verb>\s+{_ADV}(?:lives|live)|{_BE}{_ADV}(?:living|based))\s+in\s+", re.I)
+_LIVES = re.compile(rf"(?P<verb>\s+{_ADV}(?:lives|live)|{_BE}{_ADV}(?:living|based)|{_PERFECT}"
+                    r"(?:been\s+)?(?:living|lived|based))\s+in\s+", re.I)
 _IS_NOW = re.compile(r"(?:\s+is|'s)\s+now\s+", re.I)
 _PREFERS = re.compile(rf"\s+{_ADV}(?:prefers|prefer)\s+", re.I)
 _USES = re.compile(rf"(?:\s+{_ADV}(?:uses|use)|{_BE}{_ADV}using|{_HAVE}\s*been\s+{_ADV}using|"
                    rf"{_HAVE}\s*{_ADV}(?:started|began)\s+using)\s+", re.I)
+
+
+# ----------------------------------------------------------- what people say about themselves
+
+# The last word (or two) of what someone works as: "I'm a nurse", "Dana is a senior backend engineer".
+_OCCUPATIONS = frozenset(
+    "nurse teacher doctor physician surgeon dentist pharmacist paramedic midwife therapist psychologist "
+    "psychiatrist engineer developer programmer designer architect scientist researcher analyst accountant lawyer "
+    "solicitor barrister consultant manager director founder cofounder co-founder cto ceo cfo coo vp sre devops "
+    "student intern freelancer contractor writer journalist editor translator librarian professor lecturer "
+    "tutor chef cook baker barista waiter pilot electrician plumber carpenter mechanic technician firefighter "
+    "farmer musician artist photographer illustrator animator actor recruiter administrator admin officer "
+    "veterinarian vet nanny caregiver carer cleaner driver salesperson marketer economist statistician "
+    "mathematician physicist chemist biologist geologist copywriter strategist coach trainer".split())
+# What "my X", "our X", "the team's X" may be, naming someone or something by its role:
+# "my manager is Dana", "Postgres is our database", "our CI is GitHub Actions". A person's
+# role is held by a person's name.
+_PERSON_ROLES = _OCCUPATIONS | frozenset(
+    "boss lead supervisor mentor mentee manager landlord partner wife husband girlfriend boyfriend fiance fiancee "
+    "son daughter brother sister mother father mom mum dad".split())
+_ROLES = _PERSON_ROLES | frozenset(
+    "database datastore db cache queue broker ci cd cloud provider host hosting cdn registrar backend frontend "
+    "framework language stack orm editor ide os shell terminal bundler linter formatter runner tracker "
+    "monitoring vcs branch repo repository email bank employer team".split())
+_ROLE_MODIFIERS = {"new", "current"}  # dropped: "my new manager" is my manager, from now on
+# "I moved to Lisbon", "I've relocated from Oslo to Bergen": a home
+_MOVED_HOME = re.compile(rf"{_HAVE}\s*{_ADV}(?:moved|relocated)\s+(?:back\s+)?(?:from\s+(?P<old>.+?)\s+)?to\s+", re.I)
+# where someone works: "I work at Acme", "Dana has worked for Globex", "I started at Hooli", "I joined
+# Initech as a designer" (a bare "I joined Slack" may be an app or a channel: not read)
+_WORKS_AT = re.compile(rf"(?P<verb>\s+{_ADV}(?:works|work)|{_BE}{_ADV}working|{_PERFECT}"
+                       rf"(?:been\s+)?(?:worked|working))\s+(?:at|for)\s+|{_HAVE}\s*{_ADV}(?:(?P<joined>joined)|"
+                       r"started\s+at)\s+", re.I)
+_LEFT_JOINED = re.compile(rf"{_HAVE}\s*{_ADV}left\s+(?P<old>.+?)\s+(?:and|to)\s+(?:joined|join)\s+", re.I)
+_WORK_RETRACT = re.compile(rf"\s+(?:no\s+longer|{_DONT})\s+{_ADV}(?:work|works)\s+(?:at|for)\s+", re.I)
+# what someone works as: "I'm a nurse", "I work as a designer", "I became a teacher", "I've been a chef"
+_WORKS_AS = re.compile(rf"(?:{_BE}{_ADV}|\s+{_ADV}(?:works|work)\s+as\s+|{_PERFECT}been\s+|"
+                       rf"\s+{_ADV}became\s+)an?\s+", re.I)
+_REPORTS_TO = re.compile(rf"\s+{_ADV}(?:report|reports)\s+(?:directly\s+)?to\s+", re.I)
+_BECAME = re.compile(rf"\s+{_ADV}became\s+", re.I)
+_HIRED = re.compile(rf"{_HAVE}\s*{_ADV}hired\s+", re.I)
+_MY_NAME = re.compile(r"\bmy\s+name\s+is\s+", re.I)
+_FROM = re.compile(rf"(?:{_BE}|\s+{_ADV}(?:come|comes)\s+)(?:originally\s+)?from\s+", re.I)
+# where something runs: "we host on Vercel", "the site is hosted on Netlify", "we deploy it to Fly.io"
+_HOSTED = re.compile(rf"(?:{_BE}{_ADV}(?:hosted|deployed)|\s+{_ADV}(?P<verb>host|hosts|deploy|deploys)"
+                     r"(?:\s+(?:it|everything|them|this|that))?)\s+(?:on|to|at|with)\s+", re.I)
+_IS = re.compile(rf"{_BE}{_ADV}", re.I)
+_POSSESSIVES = {"my", "our", "your"}
+# a list item labelled with a file or code name, and what it says: "cli.py - Click-based CLI interface"
+_LABELLED = re.compile(rf"^(?P<label>{_ATOM}\d+{_ATOM}|{_FILE_NAME.pattern})\s*(?:[-—–]|:)\s+", re.I)
+_BASED = re.compile(rf"(?:^|\s)(?P<name>{_ATOM}\d+{_ATOM}|[A-Z][\w.+#]*)-based\b")
+_BUILT_WITH = re.compile(r"\bbuilt\s+(?:with|on|using)\s+", re.I)
+_GENERIC_TAIL = {"framework", "library", "lib", "package", "module", "toolkit", "engine"}
+
+
+# The words a pattern cannot match without: a sentence lacking them skips the pattern's
+# regular expression (the costly part of reading a sentence).
+_NEEDS: dict[re.Pattern[str], frozenset[str]] = {pattern: frozenset(words.split()) for pattern, words in [
+    (_FAVOUR, "dropped ditched replaced abandoned"), (_REPLACE, "replaced"), (_MOVE_OFF, "moved migrated switched"),
+    (_RETRACT[0], "longer"), (_RETRACT[1], "anymore any"), (_RETRACT[2], "stopped quit"),
+    (_RETRACT[3], "dropped ditched"), (_WORK_RETRACT, "work works"),
+    (_SWITCH_FROM, "switched moved migrated migrating moving switching"), (_SWITCH_TO, "switched migrated"),
+    (_BACKED, "backed powered built runs"), (_LEADS, "runs leads heads manages took taken"),
+    (_LIVES, "lives live living based lived"), (_IS_NOW, "now"), (_PREFERS, "prefers prefer"),
+    (_USES, "uses use using"), (_MOVED_HOME, "moved relocated"), (_LEFT_JOINED, "left"),
+    (_WORKS_AT, "work works working worked joined started"), (_WORKS_AS, "a an"), (_HIRED, "hired"),
+    (_IS, "is s m re are am"), (_BECAME, "became"), (_REPORTS_TO, "report reports"), (_FROM, "from"),
+    (_HOSTED, "host hosts hosted deploy deploys deployed"),
+]}
+_LOWER_WORDS = re.compile(r"[a-z]+")
+
+
+def _finder(sentence: str) -> Callable[[re.Pattern[str]], Iterable[re.Match[str]]]:
+    """``pattern.finditer(sentence)``, or nothing at once when the sentence lacks a word the pattern needs."""
+    words = set(_LOWER_WORDS.findall(sentence.lower()))
+
+    def find(pattern: re.Pattern[str]) -> Iterable[re.Match[str]]:
+        return pattern.finditer(sentence) if words & _NEEDS[pattern] else ()
+
+    return find
 
 
 @dataclass(frozen=True)
@@ -607,12 +773,14 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
     if _HEDGES.search(sentence) or _LOWER_MAY.search(sentence):
         return None
 
+    find = _finder(sentence)
+
     def subject_before(match: re.Match, text: str = sentence) -> str | None:
         return _subject(text[:match.start()], atoms, speaker)
 
     def each_object(pattern: re.Pattern[str], predicate: str) -> list[_Said]:
         """(subject, predicate, object) per object of the first match with a subject before and objects after."""
-        for match in pattern.finditer(sentence):
+        for match in find(pattern):
             subject = subject_before(match)
             if subject is None:
                 continue
@@ -625,7 +793,7 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
     for pattern, joiner in ((_FAVOUR, r"\s+in\s+favou?r\s+of\s+"), (_REPLACE, r"\s+with\s+"), (_MOVE_OFF, _ONTO)):
         if _NEGATION.search(sentence):
             break
-        for match in pattern.finditer(sentence):
+        for match in find(pattern):
             subject = subject_before(match)
             rest = sentence[match.end():]
             split = re.search(joiner, rest, re.I)
@@ -638,7 +806,7 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
     # retractions: the only negation allowed is the pattern's own
     if not _NEGATION.search(retract_stripped):
         for pattern in _RETRACT:
-            for match in pattern.finditer(sentence):
+            for match in find(pattern):
                 subject = subject_before(match)
                 if subject is None:
                     continue
@@ -646,9 +814,16 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
                 objects = _objects(sentence[match.end():], atoms, named=named)
                 if objects:
                     return "retract", [_Said(subject, "uses", o, "many", True) for o in objects]
+        for match in find(_WORK_RETRACT):
+            subject = subject_before(match)
+            employer = _objects(sentence[match.end():], atoms, named=True)
+            if _person(subject) and len(employer) == 1:
+                return "left", [_Said(subject, "works at", employer[0], "one", True)]
     if _NEGATION.search(sentence):
         return None
-    for match in _SWITCH_FROM.finditer(sentence):
+    if found := _personal(sentence, atoms, speaker, find):
+        return found
+    for match in find(_SWITCH_FROM):
         before = subject_before(match)
         thing_words = _tokens(match.group("thing"))
         rest = sentence[match.end():]
@@ -680,12 +855,12 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             return "switch", _switch(subject, old[0], new)
     if said := each_object(_SWITCH_TO, "uses"):
         return "switch_to", said
-    for match in _BACKED.finditer(sentence):
+    for match in find(_BACKED):
         subject = subject_before(match)
         objects = _objects(sentence[match.end():], atoms, named=True) if subject is not None else []
         if subject is not None and objects:
             return "backed_by", [_Said(subject, "uses", o, "many") for o in objects]
-    for match in _LEADS.finditer(sentence):
+    for match in find(_LEADS):
         leader = subject_before(match)
         rest = sentence[match.end():]
         team = _objects(rest, atoms)
@@ -693,14 +868,14 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
                 or team[0].split()[-1].lower() not in _TEAM_WORDS:
             continue
         return "leads", [_Said(team[0], "led by", leader, "one")]
-    for match in _LIVES.finditer(sentence):
+    for match in find(_LIVES):
         subject = subject_before(match)
         objects = _objects(sentence[match.end():], atoms, named=True) if subject is not None else []
         if match.group("verb").split()[-1].lower() == "live" and subject != USER:
             continue  # "teams live in Slack": a generalisation
         if subject is not None and len(objects) == 1 and (subject == USER or _named(_tokens(subject))):
             return "lives_in", [_Said(subject, "lives in", objects[0], "one")]
-    for match in _IS_NOW.finditer(sentence):
+    for match in find(_IS_NOW):
         subject = subject_before(match)
         if subject is None or subject == USER:
             continue
@@ -709,7 +884,7 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             return "is_now", [_Said(subject, "is", objects[0], "one")]
     if said := each_object(_PREFERS, "prefers"):
         return "prefers", said
-    for match in _USES.finditer(sentence):
+    for match in find(_USES):
         verb = match.group(0).split()[-1].lower() if match.group(0).split() else ""
         subject = subject_before(match)
         if subject is None:
@@ -728,6 +903,182 @@ def _read(sentence: str, atoms: list[str], speaker: str) -> tuple[str, list[_Sai
             if len(old) == 1 and _objects(instead.group(1) + " .", atoms) == objects:
                 return "switch", _switch(subject, old[0], objects)
         return "uses", said
+    return None
+
+
+def _person(subject: str | None) -> TypeGuard[str]:
+    """The user, or what may be a person's name: one to three capitalised words."""
+    if subject == USER:
+        return True
+    words = subject.split() if subject else []
+    return 0 < len(words) <= 3 and all(w[0].isupper() and w.replace("-", "").replace("'", "").isalpha() for w in words)
+
+
+def _role(words: list[str]) -> str | None:
+    """The role that words name, as a predicate ("new manager" -> "manager", "main database",
+    "CI"), or None when they name no role memctl knows."""
+    words = [w for w in words if w.lower() not in _ROLE_MODIFIERS]
+    if not 1 <= len(words) <= 3 or not all(w.replace("-", "").replace("/", "").isalpha() for w in words):
+        return None
+    if words[-1].lower() not in _ROLES:
+        return None
+    return " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in words)
+
+
+def _owner(word: str, speaker: str) -> str | None:
+    """Who "my", "our" or "your" is: the user when the speaker says so of them, else nobody."""
+    word = word.lower()
+    if word == "our" or (word == "my" and speaker == "user") or (word == "your" and speaker == "assistant"):
+        return USER
+    return None
+
+
+def _holder(value: str | None, role: str) -> str | None:
+    """``value`` (a name) if it may hold the role: a person's name for a person's role, else any name."""
+    if value is None or value == USER or (role.split()[-1] in _PERSON_ROLES and not _person(value)):
+        return None
+    return value
+
+
+def _only(rest: str, atoms: list[str]) -> str | None:
+    """The one name right after a verb ("Postgres 16"), or None: none, or a list ("Python and Go")."""
+    found = _objects(rest, atoms, named=True)
+    return found[0] if len(found) == 1 else None
+
+
+def _job(tokens: list[str]) -> tuple[str, int] | None:
+    """(what someone works as, tokens it takes) at the start of ``tokens``: "senior backend engineer"."""
+    words, stop = _phrase(tokens, _OBJECT_STOP)
+    if not 1 <= len(words) <= 4 or not all(w.replace("-", "").isalpha() for w in words):
+        return None
+    if words[-1].lower() not in _OCCUPATIONS or any(w.lower() in _NOT_IN_NAME for w in words):
+        return None
+    return " ".join(w if w[0].isupper() and w.lower() not in _OCCUPATIONS else w.lower() for w in words), stop
+
+
+def _employer_after(tokens: list[str], subject: str, atoms: list[str]) -> list[_Said]:
+    """ "… at Acme" or "… for Acme" right after a job: where the subject works too."""
+    if len(tokens) > 1 and tokens[0].lower() in ("at", "for"):
+        employer = _objects(" ".join(tokens[1:]), atoms, named=True)
+        if len(employer) == 1 and employer[0].split()[-1].lower() not in _TEAM_WORDS:
+            return [_Said(subject, "works at", employer[0], "one")]
+    return []
+
+
+def _personal(sentence: str, atoms: list[str], speaker: str,
+              find: Callable[[re.Pattern[str]], Iterable[re.Match[str]]]) -> tuple[str, list[_Said]] | None:
+    """What a sentence says about people and teams: homes, employers, jobs, roles, hires,
+    names, origins, where things are hosted; and what a labelled item is built with."""
+    def subject_before(match: re.Match) -> str | None:
+        return _subject(sentence[:match.start()], atoms, speaker)
+
+    def one(rest: str) -> str | None:
+        """The one place or organisation named next, capitalised ("9am" and a team are neither)."""
+        found = _only(rest, atoms)
+        return found if found and found[0].isupper() and found.split()[-1].lower() not in _TEAM_WORDS else None
+
+    for match in find(_MOVED_HOME):
+        before = _tokens(sentence[:match.start()])
+        place = one(sentence[match.end():])
+        if before[-1:] == ["I"] and subject_before(match) == USER and place:
+            return "moved_home", [_Said(USER, "lives in", place, "one")]
+    for match in find(_LEFT_JOINED):
+        old, new = one(match.group("old") + " ."), one(sentence[match.end():])
+        subject = subject_before(match)
+        if _person(subject) and old and new:
+            return "changed_job", [_Said(subject, "works at", new, "one"), _Said(subject, "works at", old, "one", True)]
+    for match in find(_WORKS_AT):
+        subject = subject_before(match)
+        verb = (match.group("verb") or "").split()
+        if not _person(subject) or (verb[-1:] == ["work"] and subject != USER):
+            continue
+        rest = sentence[match.end():]
+        if employer := one(rest):
+            said = [_Said(subject, "works at", employer, "one")]
+            after = _tokens(rest)[len(_tokens(employer)):]
+            if after[:1] == ["as"] and (job := _job(after[2:] if after[1:2] in (["a"], ["an"]) else after[1:])):
+                said.append(_Said(subject, "works as", job[0], "one"))
+            elif match.group("joined"):
+                continue
+            return "works_at", said
+    for match in find(_WORKS_AS):
+        subject = subject_before(match)
+        tokens = _tokens(sentence[match.end():])
+        if _person(subject) and (job := _job(tokens)):
+            return "works_as", [_Said(subject, "works as", job[0], "one"), *_employer_after(tokens[job[1]:], subject, atoms)]
+    for match in find(_HIRED):
+        subject = subject_before(match)
+        rest = sentence[match.end():]
+        hired = [name for name in _objects(rest, atoms, named=True) if _person(name) and name != USER]
+        if subject is None or not hired:
+            continue
+        said = [_Said(subject, "hired", name, "many") for name in hired]
+        # "we hired Aisha as our new designer": the team's designer too
+        role_after = re.match(r"\s*\S+(?:\s+\S+){0,2}?\s+as\s+(\w+)\s+(.*)$", rest) if len(hired) == 1 else None
+        if role_after and (owner := _owner(role_after.group(1), speaker)):
+            role_words, _ = _phrase(_tokens(role_after.group(2)), _OBJECT_STOP)
+            if role := _role(role_words):
+                said.append(_Said(owner, role, hired[0], "one"))
+        return "hired", said
+    for match in find(_IS):
+        # "my manager is Dana", "our main database is Postgres", "the experiment's integration branch is master"
+        segment = re.split(rf"[,;:{_DATE}]|\s[-—–]\s", sentence[:match.start()])[-1]
+        words = [w for w in _tokens(segment) if w.lower() not in _ARTICLES]
+        if "of" in words[1:4]:  # "the main branch of the experiment is master": the experiment's main branch
+            of = words.index("of")
+            words = [*words[of + 1:-1], words[-1] + "'s", *words[:of]] if of + 1 < len(words) else []
+        for at, word in enumerate(words[:3]):
+            owner = _owner(word, speaker) if word.lower() in _POSSESSIVES else (
+                _subject(" ".join(words[:at] + [word[:-2]]), atoms, speaker) if word.lower().endswith("'s") else None)
+            role = _role(words[at + 1:]) if owner else None
+            if owner and role:
+                if holder := _holder(_only(sentence[match.end():], atoms), role):
+                    return "role", [_Said(owner, role, holder, "one")]
+                break
+    for pattern in (_IS, _BECAME):
+        # "Dana is my manager", "Postgres is our database", "Priya became my mentor"
+        for match in find(pattern):
+            tokens = [w for w in _tokens(sentence[match.end():]) if w.lower() not in _ARTICLES]
+            if not tokens or tokens[0].lower() not in _POSSESSIVES or not (owner := _owner(tokens[0], speaker)):
+                continue
+            role_words, stop = _phrase(tokens[1:], _OBJECT_STOP)
+            if (role := _role(role_words)) is None or tokens[stop + 1:stop + 2] in (["and"], ["or"]):
+                continue  # no role; "Dana is my manager and mentor"
+            prefix = sentence[:match.start()]
+            if not _named(_tokens(re.split(rf"[,;:{_DATE}]|\s[-—–]\s", prefix)[-1])):
+                continue  # "the team is our priority": a description, not a name
+            if holder := _holder(_subject(prefix, atoms, speaker), role):
+                return "role", [_Said(owner, role, holder, "one")]
+    for match in find(_REPORTS_TO):
+        subject = subject_before(match)
+        if _person(subject) and (manager := _holder(_only(sentence[match.end():], atoms), "manager")):
+            return "role", [_Said(subject, "manager", manager, "one")]
+    if speaker == "user" and (said_name := _MY_NAME.search(sentence)):
+        if name := _holder(_only(sentence[said_name.end():], atoms), "partner"):
+            return "name", [_Said(USER, "name", name, "one")]  # a person's name, as a partner's is
+    for match in find(_FROM):
+        # only the user's own origin: "Data is from Postgres" starts with a capital too
+        if subject_before(match) == USER and (place := one(sentence[match.end():])):
+            return "from", [_Said(USER, "from", place, "one")]
+    for match in find(_HOSTED):
+        subject = subject_before(match)
+        if subject is None or (match.group("verb") in ("host", "deploy") and subject != USER):
+            continue
+        if host := one(sentence[match.end():]):
+            return "hosted_on", [_Said(subject, "hosted on", host, "many")]
+    if labelled := _LABELLED.match(sentence):
+        # "cli.py - Click-based CLI interface", "tui.py - Interactive TUI built with Textual framework"
+        label = _name(_tokens(labelled.group("label")), atoms, role="subject")
+        rest = sentence[labelled.end():]
+        based, built = _BASED.search(rest), _BUILT_WITH.search(rest)
+        tool = _name([based.group("name")], atoms, role="object") if based else None
+        if built and tool is None:
+            words, _ = _phrase(_tokens(rest[built.end():]), _OBJECT_STOP)
+            while len(words) > 1 and words[-1].lower() in _GENERIC_TAIL:
+                words = words[:-1]
+            tool = _name(words, atoms, role="object") if words and _named(words) else None
+        if label and tool:
+            return "built_with", [_Said(label, "uses", tool, "many")]
     return None
 
 
@@ -786,28 +1137,54 @@ def extract_text(text: str, reference_time: str, extracted_at: str) -> list[Asse
     return found
 
 
+# a parenthetical aside: left out of its sentence ("switched from SSH (git@…) to HTTPS"), and
+# read as a sentence of its own when it is one ("(main branch of the experiment is `master`)")
+_ASIDE = re.compile(r"\s+\(([^()]*)\)")
+ASIDE_WORDS = 4
+# a contrast at the end says what the fact is not: "We use Neovim, not Vim."
+_CONTRAST = re.compile(rf",\s+not\s+(?:{_ATOM}\d+{_ATOM}|[\w.\-]+(?:\s+[\w.\-]+){{0,2}})\s*(?=[.!]?$)", re.I)
+
+
+# A pattern's own words (``_NEEDS``), and the pairs the roles and jobs are said with ("is" and
+# "my"/"our"/"'s"/"of"; "is" and "a"): a sentence, or a whole paragraph, without any is passed
+# over before its dates and names are looked at (most of a log's sentences, and most of the time).
+_CUES = frozenset().union(*_NEEDS.values(), {"name"}) - {"is", "s", "m", "re", "are", "am", "a", "an"}
+_TO_BE = frozenset({"is", "s", "m", "re", "are", "am", "been", "became", "as"})
+_OWNED = frozenset({"my", "our", "your", "s", "of", "a", "an"})
+
+
+def _worth_reading(text: str) -> bool:
+    """Whether ``text`` has a word some pattern needs: cheap, and never false when one may match."""
+    words = set(_LOWER_WORDS.findall(text.lower()))
+    return bool(words & _CUES or (words & _TO_BE and words & _OWNED)) or "-based" in text
+
+
 def _matches(text: str, reference: datetime) -> Iterator[tuple[str, str, str, list[_Said], Stated | None]]:
     """(speaker, fact sentence, pattern, what it says, its date) for every sentence that says something."""
-    for speaker, raw in sentences(text):
-        if len(raw) > MAX_SENTENCE or raw.endswith("?"):
+    for speaker, raw in sentences(text, _worth_reading):
+        if len(raw) > MAX_SENTENCE or raw.endswith("?") or not _worth_reading(raw):
             continue
-        coded, atoms = _prepare(raw)
-        try:
-            date = stated_date(coded, reference)
-        except _NoDate:
-            continue
-        if date is not None:
-            coded = f"{coded[:date.start]} {_DATE} {coded[date.end:]}"
-        # parenthetical asides: "switched from SSH (git@…) to HTTPS"
-        coded = re.sub(r"\s+\([^()]*\)", "", coded)
-        coded = re.sub(r"\s+", " ", coded).strip()
-        found = _read(coded, atoms, speaker)
-        if found is None and (first := _CLAUSE_BREAK.split(coded, maxsplit=1)[0]) != coded:
-            # "Felix runs the platform team, so the summary should go to them": a hedge in
-            # a later clause does not reach back into the first, nor does its date
-            found = _read(first, atoms, speaker)
-            date = date if date is None or _DATE in first else None
-        if found:
-            kind, said = found
-            yield speaker, _INLINE_CODE.sub(r"\1", raw), kind, said, date
+        asides = [aside for aside in _ASIDE.findall(raw) if len(aside.split()) >= ASIDE_WORDS]
+        for part in (raw, *asides):
+            if (read := _read_sentence(part, speaker, reference)) is not None:
+                kind, said, date = read
+                yield speaker, _INLINE_CODE.sub(r"\1", part), kind, said, date
 
+
+def _read_sentence(raw: str, speaker: str, reference: datetime) -> tuple[str, list[_Said], Stated | None] | None:
+    """What one sentence says (pattern, assertions, date), or None."""
+    coded, atoms = _prepare(raw)
+    try:
+        date = stated_date(coded, reference)
+    except _NoDate:
+        return None
+    if date is not None:
+        coded = f"{coded[:date.start]} {_DATE} {coded[date.end:]}"
+    coded = _CONTRAST.sub("", re.sub(r"\s+", " ", _ASIDE.sub("", coded)).strip())
+    found = _read(coded, atoms, speaker)
+    if found is None and (first := _CLAUSE_BREAK.split(coded, maxsplit=1)[0]) != coded:
+        # "Felix runs the platform team, so the summary should go to them": a hedge in
+        # a later clause does not reach back into the first, nor does its date
+        found = _read(first, atoms, speaker)
+        date = date if date is None or _DATE in first else None
+    return None if found is None else (*found, date)

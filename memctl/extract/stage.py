@@ -2,8 +2,11 @@
 
 Ingest and retry build their requests here alike. A request carries the episode's
 text and time, the episodes just before it in its source as context (the ones this run
-has read, else the stored ones), and the predicates already in use, so a model keeps
-calling one relation by one name. Every result then goes through the date guard.
+has read, else the stored ones), and the predicates the entities in view (named in the
+episode or its context) already use, so a model keeps calling one relation by one name.
+Every result then goes through the date guard (the LLM extractor's already did, before
+its interval check); an assertion whose dates are still no interval is dropped, and the
+episode says which.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
+from pydantic import ValidationError
+
 from memctl.errors import LLMUnavailable
 from memctl.extract import Extractor, Request, Result, reads_context
-from memctl.extract.guard import guard
-from memctl.extract.prompt import CONTEXT_EPISODES
-from memctl.model import Assertion, Episode
+from memctl.extract.guard import guard, stated_dates
+from memctl.extract.prompt import CONTEXT_EPISODES, shown_context
+from memctl.model import Assertion, Episode, validation_messages
+from memctl.names import keys_in_text
 from memctl.results import IngestReport
 from memctl.store import batches
 from memctl.store import episodes as store
@@ -50,7 +56,6 @@ class RequestBuilder:
         self.in_order = in_order
         self.with_context = with_context  # False: the extractor reads only the text, so no query is made
         self.recent: dict[str, deque[str]] = {}
-        self.predicates: tuple[str, ...] | None = None
 
     def read(self, source: str, text: str) -> None:
         """An episode that came by in this run, in source order, extracted or not."""
@@ -64,14 +69,10 @@ class RequestBuilder:
             self.read(source, text)
         else:
             context = tuple(store.contents_before(self.db, source, position, CONTEXT_EPISODES))
-        if self.predicates is None:
-            self.predicates = store.predicates_in_use(self.db, PREDICATES_IN_PROMPT)
-        return Request(episode_id, text, reference_time, context, self.predicates)
-
-    def forget_predicates(self) -> None:
-        """What was stored since counts from the next request on; read again only when one
-        is made (a chunk with nothing to extract, like a facts file's, costs no query)."""
-        self.predicates = None
+        # The entities in view are those the model is shown: the episode and its context as the prompt has them.
+        in_view = keys_in_text("\n".join([text, *shown_context(context)]))
+        return Request(episode_id, text, reference_time, context,
+                       store.predicates_in_view(self.db, in_view, PREDICATES_IN_PROMPT))
 
 
 def run_requests(extractor: Extractor, requests: list[Request], targets: dict[str, Target],
@@ -81,7 +82,11 @@ def run_requests(extractor: Extractor, requests: list[Request], targets: dict[st
     All or nothing: when the model becomes unreachable mid-way (``LLMUnavailable``), no
     target has changed, and every episode of the call stays as it was (pending).
     """
-    for request, result in list(extractor.extract(requests)):
+    if not requests:
+        return
+    results = list(extractor.extract(requests))
+    report.extractor = extractor.name  # an LLM's model may have been looked up meanwhile
+    for request, result in results:
         take_result(report, targets[request.episode_id], request, result)
 
 
@@ -95,11 +100,25 @@ def take_result(report: IngestReport, target: Target, request: Request, result: 
         report.first_failure = report.first_failure or f"{request.episode_id}: {result.error}"
         target.extraction, target.extraction_error = "failed", result.error
         return
-    target.extraction, target.extraction_error = "done", None
-    for assertion in result.assertions:
-        guarded, changes = guard(assertion, request.text, request.reference_time)
-        report.guard_changes += len(changes)
-        target.assertions.append(guarded)
+    dropped = list(result.dropped)
+    if result.guarded:
+        target.assertions.extend(result.assertions)
+        report.guard_changes += result.guard_changes
+    else:
+        stated = stated_dates(request.text, request.reference_time) if result.assertions else {}
+        for assertion in result.assertions:
+            try:
+                guarded, changes = guard(assertion, request.text, request.reference_time, stated)
+            except ValidationError as error:
+                dropped.append(f"{assertion.subject} {assertion.predicate} {assertion.object}: "
+                               f"{'; '.join(validation_messages(error))}")
+                continue
+            report.guard_changes += len(changes)
+            target.assertions.append(guarded)
+    report.dropped += [f"{request.episode_id}: {line}" for line in dropped]
+    # Done: what stands is stored. What was dropped is said where the episode is shown.
+    target.extraction = "done"
+    target.extraction_error = f"{len(dropped)} assertion(s) dropped: {'; '.join(dropped)}" if dropped else None
 
 
 def extracted(db: Database, episodes: Iterable[Episode], extractor: Extractor,
@@ -111,7 +130,6 @@ def extracted(db: Database, episodes: Iterable[Episode], extractor: Extractor,
     """
     builder = RequestBuilder(db, in_order=True, with_context=reads_context(extractor))
     for chunk in batches(episodes, EXTRACT_CHUNK):
-        builder.forget_predicates()  # the chunk before may have been stored meanwhile
         if report.llm_unavailable:
             yield from chunk
             continue

@@ -8,9 +8,11 @@ Never the import's clock.
 Each format module is a ``Source`` (below): it declares its ``NAME``, a cheap ``sniff``
 that recognises its files, and ``turns(path, options)``, yielding ``Turn`` (one user turn
 and the assistant's reply) or ``Skipped`` (a record left out, with the reason). ``parse``
-turns those into ``Episode`` objects: it resolves the time, redacts secrets, and cuts
-long turns to ``MAX_EPISODE_CHARS``. The structured ``facts`` format yields episodes
-itself, because its bad input refuses the whole command instead.
+turns those into ``Episode`` objects: it resolves the time, redacts secrets
+(``memctl.redact``), and cuts long turns to ``MAX_EPISODE_CHARS`` (``render``), in that
+order. The structured ``facts`` format yields episodes itself, because its bad input
+refuses the whole command instead; its content is redacted, then cut by the same rule
+(``cut``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import importlib
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
@@ -52,9 +54,16 @@ FORMATS = tuple(MODULES)
 # claude-ai, then gemini.
 DETECTION_ORDER = ("aider", "facts", "codex", "claude-code", "jsonl", "chatgpt", "claude-ai", "gemini", "markdown", "text")
 
-# A turn longer than this is cut (the rest is counted in the content's last line):
-# one turn that pastes a whole log must not become one enormous extraction prompt.
+# An episode's text is at most this long, whatever its format: one turn that pastes a
+# whole log, or one structured line with a huge "content", must not become an enormous
+# extraction prompt or row. What is cut is said where it was cut (``cut``).
 MAX_EPISODE_CHARS = 20_000
+# A long turn is cut in its user part first (a pasted log, a HAR file), so that the reply,
+# which says what was done, stays whole; the user part keeps at least this much (its
+# start and end: the question is usually said before or after the paste).
+MIN_USER_CHARS = 4_000
+# A cut ends at a line break when one is this close, so that no half line is read as a sentence.
+_SNAP_CHARS = 400
 
 NO_TIME = "no reference time: pass --reference-time ISO or --from-mtime"
 
@@ -180,6 +189,25 @@ def cannot_read(path: Path) -> str | None:
     return None
 
 
+BINARY_SNIFF = 8192  # bytes looked at, as git does to tell binary files from text
+
+
+def binary_content(path: Path) -> str | None:
+    """Why a file a format would read is refused as binary (a zip named .md, an image
+    forced as text), as a report line; None for text. Binary is a NUL byte in the first
+    8 KiB (git's test), or a start of which much is not UTF-8; a text file in another
+    8-bit encoding with a few odd bytes is still read."""
+    with open(path, "rb") as handle:
+        start = handle.read(BINARY_SNIFF)
+    if b"\0" in start:
+        return f"{path}: binary content (NUL bytes), not text: skipped"
+    text = start.decode("utf-8", errors="replace")
+    # A character cut at the 8 KiB boundary decodes as a replacement or two: no evidence.
+    if text.count("\ufffd") > max(4, len(text) // 10):
+        return f"{path}: binary content (not UTF-8 text): skipped"
+    return None
+
+
 def _what_it_is(path: Path) -> str:
     if not path.exists():
         return "a link to nothing"
@@ -272,19 +300,44 @@ def format_of(path: Path, options: IngestOptions) -> str | None:
     return options.format
 
 
-def render(turn: Turn) -> str:
-    """An episode's stored text: the user turn and the reply, nothing else."""
-    parts = [f"User: {turn.user.strip()}"]
-    if turn.assistant.strip():
-        parts.append(f"Assistant: {turn.assistant.strip()}")
-    return cut("\n\n".join(parts))
+USER_PREFIX, REPLY_PREFIX = "User: ", "Assistant: "
 
 
-def cut(text: str) -> str:
-    """``text``, cut to ``MAX_EPISODE_CHARS`` with the rest counted in its last line."""
-    if len(text) > MAX_EPISODE_CHARS:
-        text = text[:MAX_EPISODE_CHARS] + f"\n[cut: {len(text) - MAX_EPISODE_CHARS} more characters]"
-    return text
+def render(turn: Turn) -> tuple[str, int]:
+    """An episode's stored text (the user turn and the reply, nothing else) and the number
+    of characters cut from it.
+
+    The text is at most ``MAX_EPISODE_CHARS`` (and the cut markers). The user part is cut
+    first, down to ``MIN_USER_CHARS``; only a reply longer than what is left is cut too. A
+    reply with no user turn (a chat reply that answers nothing in its file) is rendered
+    alone, ``Assistant: …``.
+    """
+    user, reply = turn.user.strip(), turn.assistant.strip()
+    least_user = min(len(user), MIN_USER_CHARS)
+    reply, reply_cut = cut(reply, MAX_EPISODE_CHARS - least_user)
+    user, user_cut = cut(user, max(MAX_EPISODE_CHARS - len(reply), least_user))
+    parts = [USER_PREFIX + user] if user or not reply else []
+    if reply:
+        parts.append(REPLY_PREFIX + reply)
+    return "\n\n".join(parts), user_cut + reply_cut
+
+
+def cut(text: str, limit: int = MAX_EPISODE_CHARS) -> tuple[str, int]:
+    """``text`` at most ``limit`` characters long, and how many were cut.
+
+    The middle goes: the first three quarters of ``limit`` and the last quarter are kept,
+    each ending at a line break when one is near, and a line in between says how many
+    characters were cut.
+    """
+    if len(text) <= limit:
+        return text, 0
+    head_end, tail_start = limit * 3 // 4, len(text) - limit // 4
+    newline = text.rfind("\n", max(0, head_end - _SNAP_CHARS), head_end)
+    head_end = newline if newline > 0 else head_end
+    newline = text.find("\n", tail_start, tail_start + _SNAP_CHARS)
+    tail_start = newline + 1 if newline >= 0 else tail_start
+    removed = tail_start - head_end
+    return f"{text[:head_end]}\n[cut: {removed} characters]\n{text[tail_start:]}", removed
 
 
 def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterator[Episode | Skipped]:
@@ -292,7 +345,7 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
     fmt = fmt or format_of(path, options)
     if fmt is None:
         return
-    from memctl.redact import redact
+    from memctl.redact import redact_into
 
     fallback: tuple[str, str] | None = None
     for item in source(fmt).turns(path, options):
@@ -308,7 +361,10 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
                 yield Skipped(item.position, NO_TIME)
                 continue
             reference_time, reference_source = fallback
-        text, redactions = redact(render(item))
+        # Redacted before the cut: a cut through a secret would leave a part no rule knows.
+        redacted: dict[str, int] = {}
+        said = replace(item, user=redact_into(item.user, redacted), assistant=redact_into(item.assistant, redacted))
+        text, cut_chars = render(said)
         yield Episode(
             source=str(path),
             position=item.position,
@@ -319,8 +375,9 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
             reference_time_source=reference_source,
             source_id=item.source_id,
             identity=f"{fmt}\x1f{item.identity}" if item.identity else None,
-            redactions=redactions,
+            redacted=redacted,
             left_out=dict(item.left_out),
+            cut_chars=cut_chars,
             extraction="pending",
         )
 

@@ -17,21 +17,36 @@ Keys are found by what they usually mean, first match wins:
   as a number or a string of 9+ digits (shorter digit strings are ISO years and
   basic dates: ``2024``, ``20240501``). A number below 1e8 is refused, not read as 1970.
 
-Each user message is one turn with the assistant messages that follow it. A turn's time
-is its user message's own time; if that message has none, the first reply's time (the
-exchange's own record, seconds later) — else None, so ``--reference-time`` /
-``--from-mtime`` apply. Bad JSON, a line that is not an object, a missing or unknown role,
-content of the wrong type and a time that cannot be read are each skipped as malformed,
-with the line number and the value: never a silent fallback to another time. Replies with
-no user message before them (also those after a skipped user message) are skipped on
-purpose rather than attached to an earlier question. A bad JSON line cannot say whose it
-was, so it does not end the turn.
+* conversation: ``session_id``, ``sessionId``, ``conversation_id``, ``conversationId``,
+  ``thread_id``, ``threadId``, ``chat_id``, ``chatId``, ``conversation`` (a string or a
+  number); a file may interleave several conversations.
+
+Each user message is one turn with the assistant messages that follow it in the same
+conversation. A turn's time is its user message's own time; if that message has none,
+the first reply's time (the exchange's own record, seconds later) — else None, so
+``--reference-time`` / ``--from-mtime`` apply.
+
+A reply that answers no question before it is an episode of its own (``Assistant: …``, at
+its own time), never glued to an older question: one at the start of the file, one whose
+conversation key differs from the open turn's, and one that comes more than
+``REPLY_GAP`` (one hour) after the turn's last message. A chat reply arrives seconds or
+minutes after its question; an hour later it is another exchange whose question is not
+in this file (a log cut in two, a merged export), and splitting it wrongly costs less
+(the reply is kept, at its own time) than gluing it wrongly (dated by an unrelated
+question). Replies after a skipped user message answer that message, so they are skipped
+too.
+
+Bad JSON, a line that is not an object, a missing or unknown role, content of the wrong
+type and a time that cannot be read are each skipped as malformed, with the line number
+and the value: never a silent fallback to another time. A bad JSON line cannot say whose
+it was, so it does not end the turn.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 from memctl import times
@@ -46,11 +61,17 @@ ROLE_KEYS = ("role", "author", "speaker")
 CONTENT_KEYS = ("content", "text", "message")
 TIME_KEYS = ("timestamp", "time", "created_at", "create_time", "date", "ts")
 ID_KEYS = ("id", "uuid", "message_id")
+CONVERSATION_KEYS = ("session_id", "sessionId", "conversation_id", "conversationId", "thread_id", "threadId",
+                     "chat_id", "chatId", "conversation")
+REPLY_GAP = timedelta(hours=1)  # a reply later than this after the turn's last message is not its answer
 
 USER_ROLES = frozenset({"user", "human"})
 ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model", "gpt"})
 OTHER_ROLES = frozenset({"system", "tool", "function", "developer"})  # left out, counted
 TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+
+NO_QUESTION = "assistant message after a skipped user message"
+
 
 def sniff(path: Path, head: Head) -> bool:
     return isinstance(head.jsonl_record, dict) and any(key in head.jsonl_record for key in ROLE_KEYS)
@@ -101,14 +122,44 @@ def _content(value: object, left_out: Counter) -> str:
     raise TypeError(f"content of type {type(value).__name__}")
 
 
+def _source_id(record: dict) -> str | None:
+    _, value = _first(record, ID_KEYS)
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+def _conversation(record: dict) -> str | None:
+    _, value = _first(record, CONVERSATION_KEYS)
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
 class _Open:
-    def __init__(self, position: int, user: str, time: str | None, source_id: str | None, left_out: Counter):
+    """A turn being read: a user message (or a reply that answers none) and its replies."""
+
+    def __init__(self, position: int, user: str, time: str | None, source_id: str | None, left_out: Counter,
+                 conversation: str | None):
         self.position = position
         self.user = user
         self.time = time
         self.source_id = source_id
         self.replies: list[str] = []
         self.left_out = left_out
+        self.conversation = conversation
+        self.last_time = time  # of its latest message that had one
+
+    def answered_by(self, conversation: str | None, time: str | None) -> bool:
+        """Whether a reply of this conversation at this time belongs to the turn."""
+        if conversation is not None and self.conversation is not None and conversation != self.conversation:
+            return False
+        return time is None or self.last_time is None or (
+            times.from_storage(time) - times.from_storage(self.last_time) <= REPLY_GAP)
+
+    def add_reply(self, text: str, time: str | None, blocks: Counter) -> None:
+        self.replies.append(text)
+        self.left_out.update(blocks)
+        if self.time is None:
+            self.time = time
+        if time is not None and (self.last_time is None or time > self.last_time):
+            self.last_time = time
 
     def turn(self) -> Turn:
         return Turn(
@@ -124,6 +175,7 @@ class _Open:
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
     turn: _Open | None = None
+    after_bad_question = False  # the replies that follow answer a skipped user message
     pending: Counter = Counter()  # left out before the first user message
     for number, _raw, record in read_jsonl(path, strict=False):
         if isinstance(record, BadLine):
@@ -156,24 +208,31 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
         except (times.BadInstant, TypeError) as error:
             what = f"unreadable {time_key}" if isinstance(error, times.BadInstant) else "bad content"
             yield Skipped(number, f"{what}: {error}", malformed=True)
-            if role in USER_ROLES and turn is not None:
+            if role in USER_ROLES:
                 # the replies that follow answer the skipped message, not the previous one
-                yield turn.turn()
-                turn = None
+                if turn is not None:
+                    yield turn.turn()
+                turn, after_bad_question = None, True
             continue
+        conversation = _conversation(record)
         if role in USER_ROLES:
             if turn is not None:
                 yield turn.turn()
-            _, id_value = _first(record, ID_KEYS)
-            source_id = str(id_value) if isinstance(id_value, (str, int)) and not isinstance(id_value, bool) else None
-            turn = _Open(number, text, time, source_id, pending + blocks)
-            pending = Counter()
-        elif turn is None:
-            yield Skipped(number, "assistant message with no user message before it")
-        else:
-            turn.replies.append(text)
-            turn.left_out.update(blocks)
-            if turn.time is None:
-                turn.time = time
+            turn = _Open(number, text, time, _source_id(record), pending + blocks, conversation)
+            pending, after_bad_question = Counter(), False
+            continue
+        if turn is not None and turn.answered_by(conversation, time):
+            turn.add_reply(text, time, blocks)
+            continue
+        if turn is not None:
+            yield turn.turn()
+            turn = None
+        if after_bad_question:
+            yield Skipped(number, NO_QUESTION)
+            continue
+        # a reply that answers no question in this file: a turn of its own, with no user text
+        turn = _Open(number, "", None, _source_id(record), pending, conversation)
+        pending = Counter()
+        turn.add_reply(text, time, blocks)
     if turn is not None:
         yield turn.turn()

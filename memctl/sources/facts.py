@@ -8,7 +8,8 @@ Dates are stored as given (evidence ``explicit``); a fact without ``valid_at`` i
 from the episode's reference time (evidence ``reference``). ``"retracted": true`` states
 only that the fact stopped holding at ``invalid_at`` (default: the reference time).
 Unknown keys are refused rather than ignored: a misspelt "valid_from" would otherwise
-silently lose its date.
+silently lose its date. Secrets are redacted from the content and from each fact's
+subject, object and sentence before anything is stored.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from memctl import times
 from memctl.errors import BadInput
 from memctl.model import Assertion, Episode, Evidence, Precision, content_hash
-from memctl.sources import Head, IngestOptions, fallback_reference_time, read_jsonl
+from memctl.redact import redact_into
+from memctl.sources import Head, IngestOptions, cut, fallback_reference_time, read_jsonl
 
 NAME = "facts"
 
@@ -110,10 +112,15 @@ def _interval(item: _Fact, where: str, reference_time: str) -> _Interval:
                      invalid_at=end[0], invalid_at_evidence=end[1], invalid_at_precision=end[2])
 
 
-def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None) -> Assertion:
+def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None,
+               redacted: dict[str, int]) -> Assertion:
+    """The fact as an assertion, its secrets redacted (counted into ``redacted``) first, so
+    that a sentence made from subject and object has none either."""
     where = f"facts[{index}]"
     interval = _interval(item, where, reference_time)
     extracted = _instant(item.extracted_at, f"{where}.extracted_at")
+    item = item.model_copy(update={name: redact_into(getattr(item, name), redacted)
+                                   for name in ("subject", "object", "fact") if getattr(item, name) is not None})
     try:
         return Assertion(
             subject=item.subject,
@@ -140,12 +147,13 @@ def _problem(error: ValidationError | ValueError) -> str:
     return _first_message(error) if isinstance(error, ValidationError) else str(error)
 
 
-def read_facts(facts: object, reference_time: str) -> list[Assertion]:
+def read_facts(facts: object, reference_time: str, redacted: dict[str, int]) -> list[Assertion]:
     """Fact objects given outside a file (``Memory.add_memory``) as assertions, read as a
-    line's are: dates as given, nothing inferred. BadInput names the first problem."""
+    line's are: dates as given, nothing inferred, secrets counted into ``redacted``.
+    BadInput names the first problem."""
     try:
         given = _Facts.model_validate({"facts": facts})
-        return [_assertion(item, index, reference_time, None) for index, item in enumerate(given.facts)]
+        return [_assertion(item, index, reference_time, None, redacted) for index, item in enumerate(given.facts)]
     except (ValidationError, ValueError) as error:
         raise BadInput(_problem(error)) from None
 
@@ -163,23 +171,32 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
                 fallback = fallback or fallback_reference_time(path, options)
                 reference_time, reference_source = fallback
             line_extracted = _instant(line.extracted_at, "extracted_at")
+            redacted: dict[str, int] = {}
             assertions = [
-                _assertion(item, index, reference_time, times.to_storage(line_extracted.at) if line_extracted else None)
+                _assertion(item, index, reference_time, times.to_storage(line_extracted.at) if line_extracted else None,
+                           redacted)
                 for index, item in enumerate(line.facts)
             ]
         except BadInput:
             raise
         except (ValidationError, ValueError) as error:
             raise BadInput(f"{path}:{number}: {_problem(error)}") from None
+        # The hash is of the line as given, so that reading the file again finds the same
+        # episode; only a digest of it is stored, never the text.
         canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        # The content is redacted, then cut as any episode's text is.
+        content, cut_chars = cut(redact_into(line.content if line.content is not None else raw.rstrip("\r\n"),
+                                             redacted))
         yield Episode(
             source=str(path),
             position=number,
             source_id=line.source_id,
             format="facts",
-            content=line.content if line.content is not None else raw.rstrip("\r\n"),
+            content=content,
+            cut_chars=cut_chars,
             content_hash=content_hash(canonical),
             reference_time=reference_time,
             reference_time_source=reference_source,
             assertions=assertions,
+            redacted=redacted,
         )

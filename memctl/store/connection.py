@@ -25,7 +25,7 @@ BUSY_TIMEOUT_MS = 60_000
 CACHE_KIB = 65536
 # How many migrations memctl.store.schema has (tests/test_schema.py pins it): a reader
 # that finds them all applied needs neither the writer nor sqlite-utils.
-SCHEMA_MIGRATIONS = 11
+SCHEMA_MIGRATIONS = 12
 
 Clock = Callable[[], datetime]
 
@@ -110,6 +110,7 @@ def open_database(path: str | Path) -> Database:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it."""
     from sqlite_utils import Database
 
+    from memctl.store import operations
     from memctl.store.schema import migrations
 
     path = Path(path)
@@ -125,10 +126,10 @@ def open_database(path: str | Path) -> Database:
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA foreign_keys = ON")
-    if migrations.pending(db):
-        with write_transaction(db):
-            # Re-checked under the write lock: another process may have just migrated.
+    with write_transaction(db):
+        if migrations.pending(db):  # re-checked under the write lock: another process may have just migrated
             migrations.apply(db)
+        operations.mark_abandoned(db)
     return db
 
 
@@ -170,10 +171,13 @@ def write_transaction(db: Database) -> Iterator[Database]:
         db.conn.execute("COMMIT")
 
 
-def checkpoint(db: Database) -> None:
+def checkpoint(db: Database) -> bool:
     """Copy the write-ahead log into the database file and empty it: after a purge, the
-    log's older frames still hold the pages as they were before it."""
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    log's older frames still hold the pages as they were before it. False when a reader
+    (another process) still held an older snapshot after the busy timeout, and the log
+    could not be emptied."""
+    busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return not busy
 
 
 def database_file(db: Database) -> Path | None:

@@ -6,6 +6,7 @@ touched, so the caller recomputes each touched slot once per transaction.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -511,11 +512,50 @@ def secure_delete(db: Database) -> Iterator[None]:
 # --- what extraction reads -------------------------------------------------------------
 
 
-def predicates_in_use(db: Database, limit: int) -> tuple[str, ...]:
-    """The most used predicates, as first written, so a model keeps one name per relation."""
-    return tuple(row[0] for row in db.execute(
-        "SELECT min(predicate) FROM assertions WHERE expired_at IS NULL GROUP BY predicate_key "
-        "ORDER BY count(*) DESC LIMIT ?", [limit]).fetchall())
+# Of an entity that is the object of many assertions ("Postgres"), the predicates of its
+# latest mentions as object are enough to show how it is related to: reading them all
+# would cost a row per mention, and no index holds them by predicate.
+OBJECT_MENTIONS_READ = 200
+
+
+def predicates_in_view(db: Database, name_keys: Iterable[str], limit: int) -> tuple[str, ...]:
+    """The predicates active assertions use with the entities these matching keys name,
+    as written in one of them, those shared by the most of these entities first: the
+    relations a model should keep calling by the same name (architecture §3).
+
+    Indexed throughout, whatever the store's size: entities by key; a subject's
+    predicates by a skip scan of ``assertions_slot`` (one seek per distinct predicate,
+    not a row per assertion); an object's from its latest mentions only.
+    """
+    keys = json.dumps(sorted(set(name_keys)))
+    entity_ids = [row[0] for row in db.execute(
+        "SELECT id FROM entities WHERE name_key IN (SELECT value FROM json_each(?))", [keys]).fetchall()]
+    if not entity_ids:
+        return ()
+    users: dict[str, set[int]] = {}  # predicate as shown → entities in view that use it
+    shown: dict[str, str] = {}  # predicate key → the form shown
+    rows = db.execute(
+        """WITH RECURSIVE used(subject_id, predicate_key) AS (
+               SELECT e.value, (SELECT min(predicate_key) FROM assertions WHERE subject_id = e.value)
+               FROM json_each(?) e
+               UNION ALL
+               SELECT u.subject_id, (SELECT min(a.predicate_key) FROM assertions a
+                                     WHERE a.subject_id = u.subject_id AND a.predicate_key > u.predicate_key)
+               FROM used u WHERE u.predicate_key IS NOT NULL)
+           SELECT u.subject_id, u.predicate_key,
+                  (SELECT a.predicate FROM assertions a WHERE a.subject_id = u.subject_id
+                   AND a.predicate_key = u.predicate_key AND a.expired_at IS NULL LIMIT 1)
+           FROM used u WHERE u.predicate_key IS NOT NULL""", [json.dumps(entity_ids)]).fetchall()
+    for entity_id in entity_ids:
+        rows += [(entity_id, key, predicate) for key, predicate in db.execute(
+            "SELECT predicate_key, predicate FROM assertions WHERE object_id = ? AND expired_at IS NULL "
+            "ORDER BY id DESC LIMIT ?", [entity_id, OBJECT_MENTIONS_READ]).fetchall()]
+    for entity_id, key, predicate in rows:
+        if predicate is not None:  # None: only undone or replaced assertions use it
+            users.setdefault(key, set()).add(entity_id)
+            shown.setdefault(key, predicate)
+    ranked = sorted(users, key=lambda key: (-len(users[key]), key))[:limit]
+    return tuple(shown[key] for key in ranked)
 
 
 def contents_before(db: Database, source: str, position: int, limit: int) -> list[str]:

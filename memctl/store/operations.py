@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,9 +40,40 @@ class Entry:
 def record(db: Database, kind: str, at: str, command: dict, status: str) -> Entry:
     """A new operation's row, in the caller's write transaction."""
     entry = Entry(new_operation_id())
-    db.execute("INSERT INTO operations (id, kind, at, status, command) VALUES (?, ?, ?, ?, ?)",
-               [entry.id, kind, at, status, json.dumps(command, sort_keys=True)])
+    db.execute("INSERT INTO operations (id, kind, at, status, command, process) VALUES (?, ?, ?, ?, ?, ?)",
+               [entry.id, kind, at, status, json.dumps(command, sort_keys=True), this_process()])
     return entry
+
+
+def this_process() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def mark_abandoned(db: Database) -> list[str]:
+    """Mark 'interrupted' every operation still 'running' whose process on this host is
+    gone (killed, or the machine went down): nothing will finish it. When it stopped is
+    not known, so ``finished_at`` stays empty. An operation of another host, or of a
+    process that is still there, is left running."""
+    host = socket.gethostname()
+    abandoned = [operation_id for operation_id, process in db.execute(
+        "SELECT id, process FROM operations WHERE status = 'running'").fetchall()
+        if process is not None and process.rpartition(":")[0] == host and not _alive(int(process.rpartition(":")[2]))]
+    if abandoned:
+        db.execute(f"UPDATE operations SET status = 'interrupted' WHERE id IN ({', '.join('?' * len(abandoned))})",
+                   abandoned)
+    return abandoned
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # there, under another user
+        return True
+    return True
 
 
 def save_counts(db: Database, entry: Entry) -> None:

@@ -132,22 +132,36 @@ def episode_statuses(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
     return statuses
 
 
-def episodes(db: Queryable, *, source: str | None, status: str | None, limit: int | None, since: str | None = None,
-             until: str | None = None) -> list[EpisodeSummary]:
-    """Episodes by reference time, of one source and status if named, said in [``since``, ``until``)."""
+def _episode_filter(source: str | None, status: str | None, format: str | None, since: str | None,
+                    until: str | None) -> tuple[str, list[str]]:
     where, params = ["1"], []
-    for condition, value in (("source = ?", source), ("status = ?", status), ("reference_time >= ?", since),
-                             ("reference_time < ?", until)):
+    for condition, value in (("source = ?", source), ("status = ?", status), ("format = ?", format),
+                             ("reference_time >= ?", since), ("reference_time < ?", until)):
         if value is not None:
             where.append(condition)
             params.append(value)
+    return " AND ".join(where), params
+
+
+def episodes(db: Queryable, *, source: str | None, status: str | None, limit: int | None, since: str | None = None,
+             until: str | None = None, format: str | None = None) -> list[EpisodeSummary]:
+    """Episodes by reference time, of one source, status and format if named, said in
+    [``since``, ``until``)."""
+    where, params = _episode_filter(source, status, format, since, until)
     rows = db.execute(
         f"""SELECT id, source, position, format, reference_time, reference_time_source, status
-            FROM episodes WHERE {' AND '.join(where)} ORDER BY reference_time, id
+            FROM episodes WHERE {where} ORDER BY reference_time, id
             {'LIMIT ?' if limit else ''}""",
         params + ([limit] if limit else []),
     ).fetchall()
     return [EpisodeSummary(*row) for row in rows]
+
+
+def episode_count(db: Queryable, *, source: str | None, status: str | None, since: str | None = None,
+                  until: str | None = None, format: str | None = None) -> int:
+    """How many episodes ``episodes`` would list without a limit."""
+    where, params = _episode_filter(source, status, format, since, until)
+    return db.execute(f"SELECT count(*) FROM episodes WHERE {where}", params).fetchone()[0]
 
 
 def episode(db: Queryable, episode_id: str, now: str) -> EpisodeDetail:

@@ -370,7 +370,20 @@ def episode_text_once(db: Database) -> None:
     )
 
 
-@migrations(name="0011_timeline_indexes")
+@migrations(name="0011_operation_process")
+def operation_process(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- Which process runs an operation ("host:pid"), so that the next writer can tell
+        -- an ingest killed with -9 or by a power cut (still 'running', and nobody running
+        -- it) from one another process is running now, and mark it 'interrupted'.
+        ALTER TABLE operations ADD COLUMN process TEXT;
+        """
+    )
+
+
+@migrations(name="0012_timeline_indexes")
 def timeline_indexes(db: Database) -> None:
     _execute_each(
         db,
