@@ -30,7 +30,7 @@ from memctl.ingest import COUNTED, tally
 from memctl.model import Episode, content_hash
 from memctl.redact import redact_into
 from memctl.results import IngestReport, MemoryAdded
-from memctl.sources import cut
+from memctl.sources import MEMORY_FORMAT, cut
 from memctl.store import operations as journal
 from memctl.store import reads
 from memctl.store.connection import Clock, transaction_time, write_transaction
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 DEFAULT_SOURCE = "memctl://add_memory"
-FORMAT = "memory"  # the episodes' format: written through add_memory, not read from a file
 
 
 def add_memory(db: Database, clock: Clock, content: str, *, reference_time: str | None = None,
@@ -102,7 +101,7 @@ def _episode(db: Database, clock: Clock, content: str, reference_time: str | Non
     source = redact_into(source.strip(), redacted) if source is not None else DEFAULT_SOURCE
     # Redacted before the cut: a cut through a secret would leave a part no rule knows.
     text, cut_chars = cut(redact_into(content.strip(), redacted))
-    return Episode(source=source, position=reads.next_position(db, source), format=FORMAT, content=text,
+    return Episode(source=source, position=reads.next_position(db, source), format=MEMORY_FORMAT, content=text,
                    content_hash=content_hash(text), reference_time=when, reference_time_source=said,
                    assertions=assertions or [], redacted=redacted, cut_chars=cut_chars,
                    extraction="structured" if facts is not None else "pending")

@@ -220,8 +220,7 @@ class Memory:
     @staticmethod
     def _episode_filter(source: str | Path | None, status: str | None, format: str | None, since: str | None,
                         until: str | None, limit: int | None) -> dict:
-        from memctl.add import FORMAT as MEMORY_FORMAT
-        from memctl.sources import FORMATS
+        from memctl.sources import FORMATS, MEMORY_FORMAT
 
         if status not in (None, "active", "undone"):
             raise BadInput(f"must be active or undone, got {status!r}", parameter="status")

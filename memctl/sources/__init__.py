@@ -46,6 +46,7 @@ MODULES = {
     "markdown": "markdown",
 }
 FORMATS = tuple(MODULES)
+MEMORY_FORMAT = "memory"  # an add_memory episode's format: written live, not read from a file
 
 # The order auto-detection asks the formats in; the first whose sniff says yes reads the
 # file. Aider goes first because it also answers for its other ".aider.*" files (not
