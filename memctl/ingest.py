@@ -126,8 +126,9 @@ def read_sources(
         if fmt is None:
             report.unrecognised.append(str(path))
         elif fmt == "facts":
-            for _ in parse(path, options, fmt):
-                pass
+            from memctl.sources import facts
+
+            facts.check(path, options)
     episodes_read = 0
     for path, fmt in files:
         if on_file is not None:

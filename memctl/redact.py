@@ -377,6 +377,8 @@ def redact_into(text: str, found: dict[str, int]) -> str:
     # Found once: a redaction only takes text out (its "[REDACTED:...]" holds no secret a
     # later rule could find), so a rule whose triggers were absent stays without a match.
     present = _triggers_in(folded)
+    if not present:  # most text: no rule can match
+        return text
     for rule in RULES:
         if present.isdisjoint(rule.triggers):
             continue

@@ -27,6 +27,9 @@ STORAGE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 _YEAR = re.compile(r"^\d{4}$")
 _MONTH = re.compile(r"^\d{4}-\d{2}$")
 _DAY = re.compile(r"^\d{4}-?\d{2}-?\d{2}$")
+# The forms nearly every file uses, storage's own among them: datetime.fromisoformat reads
+# them as dateutil's isoparse does, ten times faster (a facts file has a date per fact).
+_COMMON = re.compile(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)?)?")
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -53,6 +56,13 @@ def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
     stripped = text.strip()
     if not stripped:
         raise BadInstant(f"{what} is empty; give an ISO-8601 date or datetime, example: {EXAMPLE}")
+    if _COMMON.fullmatch(stripped):
+        try:
+            fast = datetime.fromisoformat(stripped)
+            return ParsedInstant((fast if fast.tzinfo else fast.replace(tzinfo=UTC)).astimezone(UTC),
+                                 "instant" if "T" in stripped else "day")
+        except (ValueError, OverflowError):  # out of range (a 13th month, hour 24): read below, or refused why
+            pass
     # Imported here: dateutil's parser costs ~12 ms of start-up that a recall without
     # dates never needs.
     from dateutil.parser import isoparse

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -44,6 +44,31 @@ def test_rejects_what_is_not_an_instant(text):
 def test_rejects_non_strings(value):
     with pytest.raises(times.BadInstant):
         times.parse_instant(value)
+
+
+_TWO = st.integers(0, 99).map("{:02d}".format)
+
+
+@given(date=st.tuples(st.integers(1, 9999), st.integers(0, 13), st.integers(0, 32)),
+       clock=st.none() | st.tuples(_TWO, _TWO, _TWO), fraction=st.none() | st.text("0123456789", min_size=1, max_size=6),
+       zone=st.sampled_from(["", "Z"]) | st.tuples(st.sampled_from("+-"), _TWO, _TWO).map(lambda z: f"{z[0]}{z[1]}:{z[2]}"))
+def test_the_fast_common_forms_read_as_isoparse_reads_them(date, clock, fraction, zone):
+    """Dates in the common forms skip dateutil (times._COMMON): each must come out as
+    isoparse reads it, and whatever isoparse refuses (minute 60, offset +24:00, a 13th
+    month) must still be refused."""
+    from dateutil.parser import isoparse
+
+    text = "{:04d}-{:02d}-{:02d}".format(*date)
+    if clock is not None:
+        text += "T" + ":".join(clock) + (f".{fraction}" if fraction else "") + zone
+    try:
+        expected = isoparse(text)
+        expected = (expected if expected.tzinfo else expected.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
+        with pytest.raises(times.BadInstant):
+            times.parse_instant(text)
+        return
+    assert times.parse_instant(text) == times.ParsedInstant(expected, "instant" if clock else "day")
 
 
 def test_storage_rejects_naive_datetimes():

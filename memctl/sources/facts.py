@@ -113,20 +113,24 @@ def _interval(item: _Fact, where: str, reference_time: str) -> _Interval:
 
 
 def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None,
-               redacted: dict[str, int]) -> Assertion:
+               redacted: dict[str, int] | None) -> Assertion:
     """The fact as an assertion, its secrets redacted (counted into ``redacted``) first, so
-    that a sentence made from subject and object has none either."""
+    that a sentence made from subject and object has none either. ``redacted`` None: only
+    checking, nothing is kept (a redaction never makes a valid fact invalid, or the reverse)."""
     where = f"facts[{index}]"
     interval = _interval(item, where, reference_time)
     extracted = _instant(item.extracted_at, f"{where}.extracted_at")
-    item = item.model_copy(update={name: redact_into(getattr(item, name), redacted)
-                                   for name in ("subject", "object", "fact") if getattr(item, name) is not None})
+
+    def clean(text: str) -> str:
+        return text if redacted is None else redact_into(text, redacted)
+
+    subject, object_ = clean(item.subject), clean(item.object)
     try:
         return Assertion(
-            subject=item.subject,
+            subject=subject,
             predicate=item.predicate,
-            object=item.object,
-            fact=item.fact or f"{item.subject} {item.predicate.replace('_', ' ')} {item.object}",
+            object=object_,
+            fact=clean(item.fact) if item.fact else f"{subject} {item.predicate.replace('_', ' ')} {object_}",
             cardinality=item.cardinality,
             extractor="facts",
             extracted_at=times.to_storage(extracted.at) if extracted else line_extracted_at,
@@ -158,29 +162,19 @@ def read_facts(facts: object, reference_time: str, redacted: dict[str, int]) -> 
         raise BadInput(_problem(error)) from None
 
 
+def check(path: Path, options: IngestOptions) -> None:
+    """Read the whole file as ``turns`` does, keeping nothing: BadInput names its first bad
+    line. Ingest checks a facts file whole before storing any of it (a half-stored file is
+    half a migration); skipping what only storing needs (redaction, hashes, episodes)
+    makes the check a third cheaper than reading the file twice."""
+    for _ in _lines(path, options, redacting=False):
+        pass
+
+
 def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
     """Episodes, not turns: a line is read as given, and a bad one refuses the whole command (BadInput)."""
-    fallback: tuple[str, str] | None = None
-    for number, raw, value in read_jsonl(path):
-        try:
-            line = _Line.model_validate(value)
-            if line.reference_time is not None:
-                reference_time = times.normalize_instant(line.reference_time, what="reference_time")
-                reference_source = "record"
-            else:
-                fallback = fallback or fallback_reference_time(path, options)
-                reference_time, reference_source = fallback
-            line_extracted = _instant(line.extracted_at, "extracted_at")
-            redacted: dict[str, int] = {}
-            assertions = [
-                _assertion(item, index, reference_time, times.to_storage(line_extracted.at) if line_extracted else None,
-                           redacted)
-                for index, item in enumerate(line.facts)
-            ]
-        except BadInput:
-            raise
-        except (ValidationError, ValueError) as error:
-            raise BadInput(f"{path}:{number}: {_problem(error)}") from None
+    for number, raw, value, line, reference_time, reference_source, assertions, redacted in _lines(
+            path, options, redacting=True):
         # The hash is of the line as given, so that reading the file again finds the same
         # episode; only a digest of it is stored, never the text.
         canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -200,3 +194,32 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
             assertions=assertions,
             redacted=redacted,
         )
+
+
+def _lines(path: Path, options: IngestOptions, *, redacting: bool
+           ) -> Iterator[tuple[int, str, object, _Line, str, str, list[Assertion], dict[str, int]]]:
+    """Each line read and checked: (number, raw text, JSON value, the line, its reference
+    time and where that came from, its assertions, the secrets redacted from them).
+    BadInput names the first bad line."""
+    fallback: tuple[str, str] | None = None
+    for number, raw, value in read_jsonl(path):
+        try:
+            line = _Line.model_validate(value)
+            if line.reference_time is not None:
+                reference_time = times.normalize_instant(line.reference_time, what="reference_time")
+                reference_source = "record"
+            else:
+                fallback = fallback or fallback_reference_time(path, options)
+                reference_time, reference_source = fallback
+            line_extracted = _instant(line.extracted_at, "extracted_at")
+            redacted: dict[str, int] = {}
+            assertions = [
+                _assertion(item, index, reference_time, times.to_storage(line_extracted.at) if line_extracted else None,
+                           redacted if redacting else None)
+                for index, item in enumerate(line.facts)
+            ]
+        except BadInput:
+            raise
+        except (ValidationError, ValueError) as error:
+            raise BadInput(f"{path}:{number}: {_problem(error)}") from None
+        yield number, raw, value, line, reference_time, reference_source, assertions, redacted
