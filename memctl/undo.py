@@ -99,12 +99,14 @@ def _operation(db: Database, target: str) -> tuple[str, str] | None:
     return None if kind is None else (found[0], kind)
 
 
-# Episodes taken out per write transaction, at most: each batch holds the write lock about
-# a second, so a long undo never keeps another writer waiting for long. A batch costs more
-# in a bigger store (2,000 episodes took 5 s at 1M assertions), so the next batch is
-# sized from how long the last took, to about UNDO_BATCH_SECONDS.
-UNDO_BATCH = 2000
-UNDO_BATCH_SECONDS = 1.0
+# Episodes per write transaction: each batch holds the write lock about UNDO_BATCH_SECONDS,
+# so a long undo never keeps another writer waiting for long. What a batch costs depends
+# on the store (2,000 episodes took 5 s at 1M assertions, 0.6 s at 100k), so the first is
+# small and each next one is sized from how long the last took, growing at most twofold;
+# bigger batches cost less per episode (fewer commits, hot slots resolved once per batch).
+UNDO_FIRST_BATCH = 1000
+UNDO_MAX_BATCH = 20000
+UNDO_BATCH_SECONDS = 1.5
 # Between two batches the lock is let go this long: another writer waiting on SQLite's
 # busy timeout tries again every 100 ms at most, so it gets in instead of waiting out
 # the whole undo.
@@ -124,7 +126,7 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
     if not apply:
         # Done, read and rolled back, in one transaction; a long one on a copy of the file,
         # so that other writers need not wait for the preview (the copy takes no lock).
-        on_a_copy = len(episode_ids) > UNDO_BATCH and database_file(db) is not None
+        on_a_copy = len(episode_ids) > UNDO_FIRST_BATCH and database_file(db) is not None
         with snapshot(db) if on_a_copy else nullcontext(db) as previewed, tentative(previewed):
             _undo_episodes(previewed, clock, plan, targets, episode_ids, None)
         return plan
@@ -139,7 +141,7 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
 
 def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str], episode_ids: list[str],
                    command: dict | None) -> None:
-    """Take the episodes out in batches of ``UNDO_BATCH``, each in a write transaction of
+    """Take the episodes out in batches (``UNDO_FIRST_BATCH``, then sized by time), each in a write transaction of
     its own (``command``: the operation to journal) or all in the caller's (None: a preview).
 
     Every batch leaves the store consistent, and the whole is one operation in the
@@ -166,20 +168,24 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
                                                             if statuses[e] == "active" and e not in reverted]
             chosen = set(plan.episodes)
             plan.already_undone = [e for e in episode_ids if e not in chosen and e not in reverted]
+            # Latest first: each batch then takes the ends of timelines off, where a slot's
+            # facts end rather than split and rejoin, and the next batch finds less to redo.
+            ordered = reads.latest_first(db, plan.episodes)
             if command is not None and (plan.episodes or plan.revisions_reverted):
                 entry = journal.record(db, "undo", at, command, "running")
                 entry.episode_ids = []
-            size, began = UNDO_BATCH, time.monotonic()
-            changes.absorb(_undo_batch(db, at, plan.episodes[:size], touched, plan.purge, entry))
+            size, began = UNDO_FIRST_BATCH, time.monotonic()
+            changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, entry))
         start = size
-        while start < len(plan.episodes):
-            size = max(100, min(UNDO_BATCH, int(size * UNDO_BATCH_SECONDS / max(time.monotonic() - began, 1e-3))))
+        while start < len(ordered):
+            took = max(time.monotonic() - began, 1e-3)
+            size = max(100, min(UNDO_MAX_BATCH, 2 * size, int(size * UNDO_BATCH_SECONDS / took)))
             if command is not None:
                 time.sleep(BETWEEN_BATCHES_S)
             with batch_transaction(db):
                 began = time.monotonic()
                 at = transaction_time(db, clock)
-                changes.absorb(_undo_batch(db, at, plan.episodes[start:start + size], Touched(), plan.purge, entry))
+                changes.absorb(_undo_batch(db, at, ordered[start:start + size], Touched(), plan.purge, entry))
             start += size
     except BaseException:
         # Committed batches stay (each a consistent state); the journal says the rest never came.
@@ -190,6 +196,7 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
     if entry is not None:
         with write_transaction(db):
             entry.counts = {"episodes": len(plan.episodes), **plan.effects.counts()}
+            entry.episode_ids = plan.episodes  # all of them, in the order the plan names them
             journal.save_counts(db, entry)
             journal.finish(db, entry.id, "done", transaction_time(db, clock))
         plan.applied, plan.operation_id = True, entry.id

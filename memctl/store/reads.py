@@ -132,6 +132,14 @@ def episode_statuses(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
     return statuses
 
 
+def latest_first(db: Queryable, episode_ids: list[str]) -> list[str]:
+    """The episodes by reference time, latest first (ties by id)."""
+    found: list[tuple[str, str]] = []
+    for chunk, marks in in_chunks(episode_ids):
+        found += db.execute(f"SELECT reference_time, id FROM episodes WHERE id IN ({marks})", chunk).fetchall()
+    return [episode_id for _, episode_id in sorted(found, reverse=True)]
+
+
 def _episode_filter(source: str | None, status: str | None, format: str | None, since: str | None,
                     until: str | None) -> tuple[str, list[str]]:
     where, params = ["1"], []
