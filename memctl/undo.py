@@ -104,9 +104,12 @@ def _operation(db: Database, target: str) -> tuple[str, str] | None:
 # on the store (2,000 episodes took 5 s at 1M assertions, 0.6 s at 100k), so the first is
 # small and each next one is sized from how long the last took, growing at most twofold;
 # bigger batches cost less per episode (fewer commits, hot slots resolved once per batch).
-UNDO_FIRST_BATCH = 1000
+UNDO_FIRST_BATCH = 250
 UNDO_MAX_BATCH = 20000
 UNDO_BATCH_SECONDS = 1.5
+# A preview of more episodes than this runs on a copy of the file rather than holding the
+# write lock while it is done and rolled back; a smaller one is not worth copying the file.
+PREVIEW_ON_A_COPY = 2000
 # Between two batches the lock is let go this long: another writer waiting on SQLite's
 # busy timeout tries again every 100 ms at most, so it gets in instead of waiting out
 # the whole undo.
@@ -126,7 +129,7 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
     if not apply:
         # Done, read and rolled back, in one transaction; a long one on a copy of the file,
         # so that other writers need not wait for the preview (the copy takes no lock).
-        on_a_copy = len(episode_ids) > UNDO_FIRST_BATCH and database_file(db) is not None
+        on_a_copy = len(episode_ids) > PREVIEW_ON_A_COPY and database_file(db) is not None
         with snapshot(db) if on_a_copy else nullcontext(db) as previewed, tentative(previewed):
             _undo_episodes(previewed, clock, plan, targets, episode_ids, None)
         return plan

@@ -1,8 +1,9 @@
 """Invariant 5 (a crash keeps every episode fully in or fully out, and running the same
 command again finishes the job) and several writers sharing one database.
 
-An undo commits a batch of episodes per transaction (``UNDO_FIRST_BATCH`` first, then sized by time), so a long purge lets another
-writer in between its batches, and a kill keeps what its batches committed.
+An undo commits a batch of episodes per transaction (``UNDO_FIRST_BATCH`` first, then
+sized by time), so a long purge lets another writer in between its batches, and a kill
+keeps what its batches committed.
 
 Everything here drives the real CLI in subprocesses, as a user or a cron job would,
 and looks at the database file directly with sqlite3 in between: read-only while a
@@ -34,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from memctl.ingest import BATCH_EPISODES
-from memctl.undo import UNDO_FIRST_BATCH
+from memctl.undo import PREVIEW_ON_A_COPY, UNDO_FIRST_BATCH
 
 RUN_TIMEOUT = 120  # seconds; a generous bound for any single CLI run
 POLL_INTERVAL = 0.005
@@ -568,7 +569,7 @@ def undo_rows(db: Path) -> list[tuple[str, str | None, str]]:
 def start_long_purge(tmp_path: Path, seed: int) -> tuple[Path, str, dict[str, int], subprocess.Popen]:
     """A store of a few undo batches' worth of episodes, and `undo --purge --apply` of
     their ingest started on it, once its first batch has committed."""
-    n = 3 * UNDO_FIRST_BATCH + 500
+    n = 26 * UNDO_FIRST_BATCH  # batches of 250, 500, 1,000, ... growing while each stays short: five or more
     source = tmp_path / "old.facts.jsonl"
     expected = write_facts_file(source, n, seed=seed, tag="old")
     db = tmp_path / "m.db"
@@ -624,7 +625,7 @@ def test_sigkill_mid_purge_leaves_whole_episodes_and_rerun_completes(tmp_path):
 
 
 def test_a_long_undo_is_previewed_on_a_copy_without_taking_the_write_lock(tmp_path):
-    n = UNDO_FIRST_BATCH + 500
+    n = PREVIEW_ON_A_COPY + 500
     source = tmp_path / "old.facts.jsonl"
     write_facts_file(source, n, seed=25, tag="old")
     db = tmp_path / "m.db"
