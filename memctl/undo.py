@@ -144,8 +144,9 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
 
 def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str], episode_ids: list[str],
                    command: dict | None) -> None:
-    """Take the episodes out in batches (``UNDO_FIRST_BATCH``, then sized by time), each in a write transaction of
-    its own (``command``: the operation to journal) or all in the caller's (None: a preview).
+    """Take the episodes out in batches (``UNDO_FIRST_BATCH``, then sized by time), each in
+    a write transaction of its own (``command``: the operation to journal) or all in the
+    caller's (None: a preview).
 
     Every batch leaves the store consistent, and the whole is one operation in the
     journal: running until its last batch, else interrupted. Undoing it puts back the
