@@ -25,6 +25,7 @@ from memctl.store import operations as journal
 from memctl.store.connection import (
     Clock,
     checkpoint,
+    data_version,
     database_file,
     snapshot,
     tentative,
@@ -155,9 +156,15 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
     batch_transaction = write_transaction if command is not None else _in_callers_transaction
     changes = SlotChanges()
     entry = None
+    # Read before the write lock: a whole ingest's 333k episodes take seconds to look up,
+    # which the first batch would hold the lock for. Read again under the lock only if
+    # another connection committed in between.
+    seen = data_version(db)
+    states = reads.episode_states(db, episode_ids)
     try:
         with batch_transaction(db):
-            statuses = reads.episode_statuses(db, episode_ids)
+            if data_version(db) != seen:
+                states = reads.episode_states(db, episode_ids)
             at = transaction_time(db, clock)
             touched = Touched()
             # The ingest operations named: undoing one also gives back the readings it
@@ -169,12 +176,12 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
                 plan.revisions_reverted += episodes
             reverted = set(plan.revisions_reverted)
             plan.episodes = episode_ids if plan.purge else [e for e in episode_ids
-                                                            if statuses[e] == "active" and e not in reverted]
+                                                            if states[e][0] == "active" and e not in reverted]
             chosen = set(plan.episodes)
             plan.already_undone = [e for e in episode_ids if e not in chosen and e not in reverted]
             # Latest first: each batch then takes the ends of timelines off, where a slot's
             # facts end rather than split and rejoin, and the next batch finds less to redo.
-            ordered = reads.latest_first(db, plan.episodes)
+            ordered = sorted(plan.episodes, key=lambda e: (states[e][1], e), reverse=True)
             if command is not None and (plan.episodes or plan.revisions_reverted):
                 entry = journal.record(db, "undo", at, command, "running")
                 entry.episode_ids = []

@@ -180,6 +180,12 @@ def checkpoint(db: Database) -> bool:
     return not busy
 
 
+def data_version(db: Database) -> int:
+    """A number that changes whenever another connection commits to the file: what was
+    read before a write transaction is still current inside it while this is unchanged."""
+    return db.conn.execute("PRAGMA data_version").fetchone()[0]
+
+
 def database_file(db: Database) -> Path | None:
     """The file a connection writes to; None for an in-memory database."""
     name = db.conn.execute("PRAGMA database_list").fetchone()[2]

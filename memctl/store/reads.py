@@ -125,19 +125,13 @@ def next_position(db: Queryable, source: str) -> int:
     return db.execute("SELECT coalesce(max(position), 0) + 1 FROM episodes WHERE source = ?", [source]).fetchone()[0]
 
 
-def episode_statuses(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
-    statuses: dict[str, str] = {}
+def episode_states(db: Queryable, episode_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """(status, reference time) of each stored episode."""
+    states: dict[str, tuple[str, str]] = {}
     for chunk, marks in in_chunks(episode_ids):
-        statuses.update(db.execute(f"SELECT id, status FROM episodes WHERE id IN ({marks})", chunk).fetchall())
-    return statuses
-
-
-def latest_first(db: Queryable, episode_ids: list[str]) -> list[str]:
-    """The episodes by reference time, latest first (ties by id)."""
-    found: list[tuple[str, str]] = []
-    for chunk, marks in in_chunks(episode_ids):
-        found += db.execute(f"SELECT reference_time, id FROM episodes WHERE id IN ({marks})", chunk).fetchall()
-    return [episode_id for _, episode_id in sorted(found, reverse=True)]
+        states.update((row[0], row[1:]) for row in db.execute(
+            f"SELECT id, status, reference_time FROM episodes WHERE id IN ({marks})", chunk))
+    return states
 
 
 def _episode_filter(source: str | None, status: str | None, format: str | None, since: str | None,
