@@ -32,7 +32,6 @@ from memctl.results import (
     UndoPlan,
 )
 from memctl.store import BATCH_EPISODES, reads
-from memctl.store import operations as journal
 from memctl.store.connection import Clock, Connections, system_clock
 
 if TYPE_CHECKING:
@@ -256,6 +255,8 @@ class Memory:
 
     def operations(self, *, limit: int | None = None) -> list[Operation]:
         """The journal in time order; with ``limit``, its last ``limit`` operations."""
+        from memctl.store import operations as journal  # socket and the write helpers: not for a recall
+
         _at_least_one(limit)
         with self.connections.reading() as db:
             return journal.operations(db, limit=limit)

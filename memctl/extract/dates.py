@@ -16,8 +16,6 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from dateutil.relativedelta import relativedelta
-
 if TYPE_CHECKING:  # the model needs pydantic, which recall (a user of this module) does not load
     from memctl.model import Precision
 
@@ -149,6 +147,9 @@ def ago(match: re.Match[str], reference: datetime) -> tuple[datetime, Precision]
     if unit == "week":
         return start_of_day(reference) - timedelta(weeks=n), "day"
     if unit == "month":
+        # Here, not at the top: recall reads this module's time words, and dateutil costs it 2 ms.
+        from dateutil.relativedelta import relativedelta
+
         return utc_day(reference.year, reference.month, 1) - relativedelta(months=n), "month"
     return utc_day(reference.year - n, 1, 1), "year"
 
