@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, dataclass_transform
 
 if TYPE_CHECKING:
     from memctl.model import Episode
@@ -39,11 +39,11 @@ class Record:
 
     # One __eq__ and __repr__ for every record, as dataclasses would write them: a
     # dataclass compiles its own of each, and 19 classes' worth cost every command
-    # 6 ms at start-up (a recall takes 5 ms).
+    # 4 ms at start-up (answering a recall takes 5 ms).
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
+        return self._compared() == other._compared()
 
     def _compared(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self) if f.compare)  # type: ignore[arg-type]
@@ -64,8 +64,13 @@ class Record:
 
 
 FactStatus = Literal["current", "ended", "superseded"]
-# A record's class: its fields and __init__ from dataclasses, its __eq__ and __repr__ from Record.
-record = dataclass(repr=False, eq=False)
+T = TypeVar("T")
+
+
+@dataclass_transform(field_specifiers=(field,))
+def record(cls: type[T]) -> type[T]:
+    """A record's class: its fields and __init__ from dataclasses, __eq__ and __repr__ from Record."""
+    return dataclass(repr=False, eq=False)(cls)
 
 
 @record

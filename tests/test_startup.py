@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memctl.memory import Memory
 from memctl.sources import IngestOptions
@@ -142,3 +144,120 @@ open_database(Path(sys.argv[1]).with_name("other.db"))
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "m.db"), str(FIXTURE)], capture_output=True,
                           text=True, check=True)
     assert done.stdout.split() == ["False", "5", "2.5"] and "plugin ran" not in done.stderr
+
+
+# --- answered before Typer loads ------------------------------------------------------------
+
+def typer_help(capsys, monkeypatch, columns: int) -> str:
+    from memctl.cli import run
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    capsys.readouterr()
+    assert run(["--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_pinned_help_is_what_typer_prints(capsys, monkeypatch):
+    from memctl.entry import HELP, HELP_COLUMNS
+
+    for columns in (HELP_COLUMNS, 200):
+        assert typer_help(capsys, monkeypatch, columns) == HELP.read_text(encoding="utf-8"), (
+            "memctl/help.txt is not the help Typer prints: regenerate it with\n"
+            "  COLUMNS=80 python -c 'from memctl.cli import run; run([\"--help\"])' > memctl/help.txt")
+
+
+def test_the_help_comes_from_the_pin_where_it_is_exact_and_from_typer_elsewhere(raw_cli, capsys, monkeypatch):
+    import memctl.cli
+    from memctl.entry import HELP
+
+    narrow = typer_help(capsys, monkeypatch, 60)
+    assert narrow != HELP.read_text(encoding="utf-8")  # Typer wraps to the terminal below 80 columns
+    for args in ([], ["--help"], ["-h"]):
+        monkeypatch.setenv("COLUMNS", "60")
+        run = raw_cli(*args)
+        assert (run.code, run.out, run.err) == (0, narrow, ""), args
+        monkeypatch.setenv("COLUMNS", "100")
+        with monkeypatch.context() as patched:
+            patched.setattr(memctl.cli, "run", lambda args: pytest.fail("Typer was asked for the pinned help"))
+            run = raw_cli(*args)
+        assert (run.code, run.out, run.err) == (0, HELP.read_text(encoding="utf-8"), ""), args
+
+
+def modules_after(*argv: str, env: dict | None = None) -> set[str]:
+    """The modules a whole `memctl ARGV` process loaded beyond what Python itself starts with."""
+    show = "print(repr(sorted(sys.modules)), file=sys.stderr)"
+    probe = (f"import sys\nfrom memctl.entry import main\nsys.argv = ['memctl', *sys.argv[1:]]\n"
+             f"try:\n    main()\nexcept SystemExit:\n    pass\n{show}")
+    runs = [subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO,
+                           env={**os.environ, **(env or {})}, timeout=60) for code in (probe, f"import sys\n{show}")]
+    loaded, baseline = (set(eval(run.stderr.strip().splitlines()[-1])) for run in runs)  # noqa: S307  (our own repr)
+    return loaded - baseline
+
+
+def test_the_help_loads_nothing_but_the_entry_point_and_the_standard_library():
+    extra = modules_after("--help", env={"COLUMNS": "100"})
+    assert {name for name in extra if name.startswith("memctl")} == {"memctl", "memctl.entry", "memctl.errors"}
+    assert {name.partition(".")[0] for name in extra} - sys.stdlib_module_names == {"memctl"}
+
+
+def test_recall_json_loads_only_what_answers_it(tmp_path):
+    path = stored(tmp_path)
+    extra = modules_after("--db", str(path), "recall", "which database does billing use", "--json")
+    unneeded = {"typer", "click", "rich", "pydantic", "sqlite_utils", "openai", "jsonlines", "dateutil", "numpy",
+                "memctl.cli", "memctl.ingest", "memctl.sources", "memctl.redact", "memctl.extract.llm",
+                "memctl.store.operations", "memctl.store.schema"}
+    assert unneeded & extra == set()
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=24)
+# Also what looks like an option: Typer reads those as options, so they must reach it.
+QUESTIONS = st.one_of(TEXT, TEXT.map(lambda text: "-" + text), st.sampled_from(["-", "--", "-h", "--json", "--db"]))
+# Where the question, --json and --db go; D is the database, Q the question. The last
+# shapes are not recall --json alone: Typer must get them, and see their options.
+SHAPES = [["recall", "Q", "--json"], ["recall", "--json", "Q"], ["--db", "D", "recall", "Q", "--json"],
+          ["recall", "Q", "--json", "--db", "D"], ["--db=D", "recall", "--json", "Q"], ["recall", "--db", "D", "Q", "--json"],
+          ["recall", "Q"], ["recall", "Q", "--json", "--limit", "3"], ["recall", "--json", "--", "Q"],
+          ["--db", "D", "--db", "D", "recall", "Q", "--json"], ["recall", "Q", "--json", "--json"]]
+
+
+def test_recall_json_before_typer_is_the_call_typer_makes(raw_cli, monkeypatch, tmp_path):
+    """The same arguments, answered before Typer loads and by Typer itself: the same call
+    of the library (the command's defaults are the library's), the same output and exit code."""
+    import inspect
+
+    import memctl.entry
+    from memctl.results import RecallResult
+
+    path = stored(tmp_path)
+    calls: list[tuple] = []
+    signature = inspect.signature(Memory.recall)
+
+    def recall(self, *args, **kwargs):
+        call = signature.bind(self, *args, **kwargs)
+        call.apply_defaults()
+        calls.append((self.connections.path, self.embeddings_model,
+                       {name: value for name, value in call.arguments.items() if name != "self"}))
+        return RecallResult(query=call.arguments["query"], as_of="2024-01-01T00:00:00.000000Z", known_at=None,
+                            results=[], unavailable=unavailable)
+
+    monkeypatch.setattr(Memory, "recall", recall)
+    monkeypatch.setenv("MEMCTL_DB", str(path))
+
+    @settings(max_examples=60, deadline=None)
+    @given(QUESTIONS, st.sampled_from(SHAPES), st.sampled_from([None, ["vectors: the endpoint is down"]]))
+    def check(question, shape, down):
+        nonlocal unavailable
+        unavailable = down
+        args = [question if part == "Q" else part.replace("D", str(path)) if "D" in part else part for part in shape]
+        answers = []
+        for before_typer in (True, False):
+            calls.clear()
+            with monkeypatch.context() as patched:
+                if not before_typer:
+                    patched.setattr(memctl.entry, "_recall_json", lambda args: None)
+                run = raw_cli(*args)
+            answers.append((run.code, run.out, run.err, list(calls)))
+        assert answers[0] == answers[1], args
+
+    unavailable = None
+    check()
