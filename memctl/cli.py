@@ -1,9 +1,9 @@
 """The command line, defined with Typer: a thin layer over ``memctl.memory.Memory``.
 
-``memctl.entry`` runs it (and answers the top-level help and ``recall --json`` before
-Typer loads); it maps errors to exit codes: 0 ok, 1 partly failed (the rest was kept),
-2 bad usage or input. Heavy modules are imported inside commands, so that a command
-loads only what it uses.
+``memctl.entry`` runs it, answers the top-level help and ``recall QUESTION --json``
+before Typer loads, and maps errors to exit codes: 0 ok, 1 partly failed (the rest was
+kept), 2 bad usage or input. Heavy modules are imported inside commands, so that a
+command loads only what it uses.
 """
 
 # No "from __future__ import annotations" here: Typer reads every command's annotations at

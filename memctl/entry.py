@@ -7,7 +7,7 @@ anything else goes to Typer:
 
 - the top-level help (bare ``memctl``, ``--help``, ``-h``): the text Typer renders,
   pinned in ``memctl/help.txt``, printed where it is exactly what Typer would print
-  (a terminal at least 80 columns wide; narrower, Typer wraps it to fit);
+  (into a pipe, or a terminal at least 80 columns wide; narrower, Typer wraps it to fit);
 - ``recall QUESTION --json``, the call a program makes: the library's recall with its
   defaults, which are the command's (``tests/test_startup.py`` holds both answers equal,
   and the pinned help equal to Typer's).

@@ -63,9 +63,10 @@ def connect_to_read(path: Path, *, foreign: bool = False) -> sqlite3.Connection:
     another program's log into its file. In a folder that cannot be written (a read-only
     mount, another user's), SQLite opens a WAL file only if a -shm file is there already,
     which a running writer would have made. When there is none, and no -wal file either,
-    nothing is writing to the file, and it is read as it is (``immutable``: no lock, no
-    -shm). A -wal file without its -shm holds commits only a writer can recover: that
-    stays an error, which ``explain`` words.
+    no writer has the file open, and it is read as it is (``immutable``: no lock, no -shm;
+    a writer that starts meanwhile writes to a log of its own until it checkpoints). A
+    -wal file without its -shm holds commits only a writer can recover: that stays an
+    error, which ``explain`` words.
     """
     uri = path.resolve().as_uri()
     conn = _connect(f"{uri}?mode=ro" if foreign else uri, uri=True)
