@@ -1,3 +1,3 @@
-from memctl.cli import main
+from memctl.entry import main
 
 main()

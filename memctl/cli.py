@@ -1,32 +1,23 @@
-"""The command line: a thin layer over ``memctl.memory.Memory``.
+"""The command line, defined with Typer: a thin layer over ``memctl.memory.Memory``.
 
-Exit codes: 0 ok, 1 partly failed (the rest was kept), 2 bad usage or input. Every
-error is one line on stderr. Heavy modules are imported inside commands so that
-``memctl --help`` starts fast.
+``memctl.entry`` runs it, answers the top-level help and ``recall QUESTION --json``
+before Typer loads, and maps errors to exit codes: 0 ok, 1 partly failed (the rest was
+kept), 2 bad usage or input. Heavy modules are imported inside commands, so that a
+command loads only what it uses.
 """
 
 # No "from __future__ import annotations" here: Typer reads every command's annotations at
 # start-up, and strings cost an eval each (280 of them, 10 ms of every command).
 
 import json
-import os
-import sqlite3
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from memctl.errors import (
-    BadInput,
-    FileRefused,
-    LLMUnavailable,
-    MemctlError,
-    NoModel,
-    NotFound,
-    NothingToExtract,
-    StoreUnavailable,
-)
+from memctl.entry import State, _memory, _print_json, recalled
+from memctl.errors import BadInput, NotFound
 
 TIME_HELP = "ISO-8601 date or datetime; a bare date is 00:00:00Z, a datetime without offset is UTC."
 
@@ -54,10 +45,6 @@ EmbeddingsOption = Annotated[Optional[str], typer.Option(
     "local:wordllama, or a model of the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")]
 
 
-class State:
-    db_path: Path | None = None
-
-
 def _print_version(asked: bool) -> None:
     if asked:
         from importlib.metadata import version
@@ -76,63 +63,10 @@ def _main(
     State.db_path = db
 
 
-def _db_first(args: list[str]) -> list[str]:
-    """``args`` with every ``--db PATH`` moved before the command, so ``memctl stats --db x``
-    means ``memctl --db x stats`` (the option is the group's: one declaration, not one per
-    command). After ``--`` nothing moves: those are arguments, whatever they look like."""
-    moved: list[str] = []
-    rest: list[str] = []
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if arg == "--":
-            rest.extend(args[index:])
-            break
-        if arg == "--db" and index + 1 < len(args):
-            moved += args[index:index + 2]
-            index += 2
-            continue
-        if arg.startswith("--db="):
-            moved.append(arg)
-        else:
-            rest.append(arg)
-        index += 1
-    return moved + rest
-
-
-def _memory(*, must_exist: bool = True, embeddings_model: str | None = None):
-    from memctl.memory import Memory
-    from memctl.store.connection import default_path
-
-    path = Path(State.db_path or default_path())
-    if must_exist and _holds_nothing(path):
-        raise NotFound(f"no memory at {path} yet; run 'memctl ingest' first (or pass --db)")
-    return Memory.open(path, embeddings_model=embeddings_model)
-
-
-def _holds_nothing(path: Path) -> bool:
-    """No file, or an empty one (made by `touch`) with no write-ahead log beside it: a
-    command that only reads must not write a schema into it. (A file killed early in its
-    first ingest may be empty while its WAL holds what was committed.)"""
-    if not path.exists():
-        return True
-    wal = path.with_name(path.name + "-wal")
-    return path.is_file() and path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0)
-
-
 def _instant(value: str | None, option: str) -> str | None:
     from memctl import times
 
     return times.instant_argument(value, what=option)
-
-
-def _print_json(data) -> None:
-    """``data``: a result record, or a list of them."""
-    if isinstance(data, list):
-        data = [item.to_json() for item in data]
-    elif not isinstance(data, dict):
-        data = data.to_json()
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _console():
@@ -483,14 +417,8 @@ def recall(
     result = _memory(embeddings_model=embeddings_model).recall(
         query, as_of=_instant(as_of, "--as-of"), known_at=_instant(known_at, "--known-at"),
         since=_instant(since, "--since"), until=_instant(until, "--until"), limit=limit, history=history, kind=kind)
-    for problem in result.unavailable or []:
-        typer.echo(f"memctl: answered without {problem}", err=True)
-    if as_json:
-        _print_json(result)
-    else:
-        _recall_table(result)
-    if result.unavailable:
-        raise typer.Exit(1)
+    if code := recalled(result, _print_json if as_json else _recall_table):
+        raise typer.Exit(code)
 
 
 def _recall_table(result) -> None:
@@ -732,8 +660,8 @@ def episodes(
     Example: memctl episodes --status active --since 2025-03-01 --limit 20
     """
     memory = _memory()
-    filters = {"source": _stored_source(memory, source), "status": status, "format": format,
-               "since": _instant(since, "--since"), "until": _instant(until, "--until")}
+    filters: dict[str, Any] = {"source": _stored_source(memory, source), "status": status, "format": format,
+                               "since": _instant(since, "--since"), "until": _instant(until, "--until")}
     shown = limit if limit is not None or as_json else EPISODES_SHOWN
     rows = memory.episodes(**filters, limit=shown)
     if as_json:
@@ -909,32 +837,9 @@ def _host_and_port(value: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-# Exit codes by error class, most specific first: 1 when the rest of the work was kept
-# (a refused file, a model that could not be reached), 2 for bad usage or input.
-EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (NoModel, 2), (LLMUnavailable, 1),
-                                                          (StoreUnavailable, 1), (MemctlError, 2))
-
-
-def exit_code(error: MemctlError) -> int:
-    return next(code for kind, code in EXIT_CODES if isinstance(error, kind))
-
-
-def message(error: MemctlError) -> str:
-    """The error in the command line's words: an argument at fault is named by its flag."""
-    if isinstance(error, NothingToExtract):
-        return str(NothingToExtract(error.episode_id, how="--format facts"))
-    if isinstance(error, BadInput) and error.parameter:
-        return f"--{error.parameter.replace('_', '-')} {error.problem}"
-    return str(error)
-
-
-def _interrupted() -> None:
-    typer.echo("memctl: interrupted: what was written before is kept, each episode and change whole or not at "
-               "all; run the same command again to finish (it adds only what is missing)", err=True)
-    sys.exit(130)
-
-
-def main() -> None:
+def run(args: list[str]) -> int:
+    """``args`` parsed and run by Typer; the exit code. What Typer raises is handled here,
+    the rest (memctl's errors, SQLite's, Ctrl-C) by ``memctl.entry.main``."""
     # Typer's vendored click (pinned below 0.29 in pyproject.toml) raises this for a bare
     # `memctl` or `memctl repair`: asking for help is no error, so it prints and exits 0.
     from typer._click.exceptions import NoArgsIsHelpError
@@ -942,37 +847,17 @@ def main() -> None:
 
     try:
         # Without standalone mode, typer.Exit(n) comes back as the return value.
-        code = app(args=_db_first(sys.argv[1:]), prog_name="memctl", standalone_mode=False)
+        code = app(args=args, prog_name="memctl", standalone_mode=False)
     except NoArgsIsHelpError as asked:
         typer.echo(asked.format_message())
-        sys.exit(0)
-    except MemctlError as error:
-        typer.echo(f"memctl: error: {message(error)}", err=True)
-        sys.exit(exit_code(error))
+        return 0
     except TyperException as error:  # usage errors: unknown command, missing argument, bad option
         typer.echo(f"memctl: error: {error.format_message()}", err=True)
-        sys.exit(error.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        _interrupted()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+        return error.exit_code
+    except typer.Abort:
+        raise KeyboardInterrupt from None
     except typer.Exit as done:
-        sys.exit(done.exit_code)
-    except sqlite3.Error as error:  # the file: locked past the timeout, a full disk, read-only...
-        from memctl.store.connection import default_path, explain
-
-        explained = explain(error, State.db_path or default_path())
-        if explained is None or os.environ.get("MEMCTL_DEBUG"):
-            raise
-        typer.echo(f"memctl: error: {explained}", err=True)
-        sys.exit(exit_code(explained))
-    except Exception as error:  # a bug or a broken database: still one line, never a traceback
-        if os.environ.get("MEMCTL_DEBUG"):
-            raise
-        typer.echo(f"memctl: internal error: {type(error).__name__}: {error} (MEMCTL_DEBUG=1 shows the traceback)", err=True)
-        sys.exit(1)
+        return done.exit_code
     if code == 130:  # Typer turns Ctrl-C into this return value; no command returns it
-        _interrupted()
-    if isinstance(code, int) and code:
-        sys.exit(code)
+        raise KeyboardInterrupt
+    return code if isinstance(code, int) else 0

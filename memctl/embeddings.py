@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memctl.errors import BadInput, LLMUnavailable, MissingExtra
-from memctl.redact import redact
 from memctl.store import embeddings as store
 from memctl.store.connection import write_transaction
 
@@ -173,6 +172,10 @@ def embed_new(db: Database, embedder: Embedder, *, batch: int = BATCH) -> int:
     an interruption keeps what was paid for. A text already embedded (another fact
     version, the same words in another episode) costs no call.
     """
+    # Here, not at the top: recall imports this module to learn whether a model is named,
+    # and the redaction rules' patterns cost it 8 ms to compile.
+    from memctl.redact import redact
+
     _hash_fact_texts(db)
     missing = store.items_without_vector(db, embedder.model)
     embedded = 0

@@ -8,7 +8,8 @@
     python scripts/bench.py --vectors [--vector-episodes 50000] [--dimensions 256]  # needs memctl[embeddings]
     python scripts/bench.py --mcp [--assertions 100000] [--mcp-calls 200]  # `memctl mcp` round trips; needs memctl[mcp]
     python scripts/bench.py --rules [--rules-sessions 240] [--rules-log-mb 20]  # rules extractor: precision, speed
-    python scripts/bench.py --backfill [--sizes 10000,100000,1000000] [--markdown]  # issue 15's table, whole processes
+    python scripts/bench.py --backfill [--sizes 10000,100000,1000000] [--rows help,llm] [--markdown]  # issue 15's table
+    python scripts/bench.py --imports [--process-runs 10]  # what starting each command costs, and what it imports
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -949,24 +950,35 @@ def row(name: str, size: str, floor: str, now: str, ratio: float | None, met: bo
     return made
 
 
+# What --rows can name: "structured" is the ingest, its recall and its undos at each size.
+BACKFILL_ROWS = ("structured", "help", "log", "llm", "imports")
+
+
 def backfill_benchmark(args: argparse.Namespace) -> dict:
     """Each row of issue 15's table, as a user runs it (whole `memctl` processes) beside a
     floor run in the same load: structured ingest, undo of it, single-episode undo, recall,
-    start-up, a log ingest with the rules extractor, and LLM extraction."""
+    start-up, a log ingest with the rules extractor, and LLM extraction; then what each
+    command imports."""
     rows: list[dict] = []
     rates: dict[int, float] = {}
+    table: dict = {}
     with tempfile.TemporaryDirectory(prefix="memctl-backfill-") as tmp:
         blank = Path(tmp) / "blank.db"
         from memctl.store.connection import open_database
 
         open_database(blank).conn.close()  # the migrated schema the floor writes into
-        for size in args.sizes:
+        for size in args.sizes if "structured" in args.rows else []:
             rows += structured_rows(Path(tmp), blank, size, args, rates)
-        rows.append(help_row(args.process_runs))
-        rows.append(log_row(Path(tmp), args.log_mb, max(1, args.process_runs // 5)))
-        rows.append(llm_row(Path(tmp), args.llm_episodes))
-    return {"backfill": rows, "sizes": args.sizes, "python": sys.version.split()[0], "sqlite": sqlite3.sqlite_version,
-            "cpus": os.cpu_count(), "load_at_end": os.getloadavg()[0]}
+        if "help" in args.rows:
+            rows.append(help_row(args.process_runs))
+        if "log" in args.rows:
+            rows.append(log_row(Path(tmp), args.log_mb, max(1, args.process_runs // 5)))
+        if "llm" in args.rows:
+            rows.append(llm_row(Path(tmp), args.llm_episodes))
+        if "imports" in args.rows:
+            table["imports"] = command_imports(Path(tmp), args.process_runs)
+    return {"backfill": rows, **table, "sizes": args.sizes, "python": sys.version.split()[0],
+            "sqlite": sqlite3.sqlite_version, "cpus": os.cpu_count(), "load_at_end": os.getloadavg()[0]}
 
 
 def structured_rows(tmp: Path, blank: Path, size: int, args: argparse.Namespace, rates: dict[int, float]) -> list[dict]:
@@ -1122,14 +1134,75 @@ def llm_row(tmp: Path, episodes: int) -> dict:
                cli_rerun_s=round(rerun_s, 3), cli_rerun_calls=calls)
 
 
+def command_imports(tmp: Path, runs: int) -> list[dict]:
+    """What starting each command costs: its whole process (median of ``runs``, beside
+    ``python -c pass``), and what it imports beyond what Python starts with, as
+    ``-X importtime`` reports it (with that option's own overhead), the heaviest first."""
+    db = tmp / "imports.db"
+    Memory.open(db).ingest([REPO / "fixtures" / "team.facts.jsonl"], IngestOptions())
+    chat = tmp / "tiny-chat.jsonl"
+    chat.write_text("".join(json.dumps({"role": role, "content": text, "timestamp": "2024-03-01T10:00:00Z"}) + "\n"
+                            for role, text in (("user", "We moved billing to Postgres."), ("assistant", "Noted."))))
+    question = "which database does billing use"
+    commands = {"--help": [sys.executable, "-m", "memctl", "--help"],
+                "recall --json": memctl_command(db, "recall", question, "--json"),
+                "recall": memctl_command(db, "recall", question), "stats": memctl_command(db, "stats"),
+                "episodes": memctl_command(db, "episodes"),
+                "ingest --dry-run": memctl_command(db, "ingest", str(chat), "--dry-run")}
+    python = [sys.executable, "-c", "pass"]
+    started_with = top_level_imports(python)
+    rows = []
+    for name, command in commands.items():
+        log(f"imports: memctl {name}, {runs} paired runs with python -c pass")
+        floor_s, wall_s = paired(lambda: run_process(python)[0], lambda c=command: run_process(c)[0], runs)
+        imported = {module: ms for module, ms in top_level_imports(command).items() if module not in started_with}
+        heaviest = sorted(imported.items(), key=lambda item: -item[1])
+        rows.append({"command": name, "wall_ms": round(wall_s * 1000, 1), "floor_ms": round(floor_s * 1000, 1),
+                     "import_ms": round(sum(imported.values()), 1), "modules_imported": len(imported),
+                     "heaviest": {module: round(ms, 1) for module, ms in heaviest[:5]}})
+        log(f"imports: {json.dumps(rows[-1])}")
+    return rows
+
+
+def top_level_imports(command: list[str]) -> dict[str, float]:
+    """Milliseconds of each import ``command`` made at the top level, everything it imported
+    in turn included (``-X importtime``'s cumulative column)."""
+    done = subprocess.run([command[0], "-X", "importtime", *command[1:]], cwd=REPO, capture_output=True, text=True,
+                          check=True)
+    imports = {}
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "cumulative" not in line:
+            _, cumulative, name = line.split("|")
+            if not name.startswith("  "):  # one space after the bar: imported by no other module
+                imports[name.strip()] = int(cumulative) / 1000
+    return imports
+
+
 def markdown(table: dict) -> str:
-    """The rows as the README's table."""
+    """The rows as the README's table, and what each command imports."""
     lines = ["| row | size | floor | now | ratio | target | met |", "|---|---|---|---|---|---|---|"]
     for r in table["backfill"]:
         ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f}×"
         lines.append(f"| {r['row']} | {r['size']} | {r['floor']} | {r['now']} | {ratio} | {r['target']} | "
                      f"{'yes' if r['met'] else '**no**'} |")
+    if table.get("imports"):
+        lines += ["", "| command | whole process | python -c pass | imports | modules | heaviest imports |",
+                  "|---|---|---|---|---|---|"]
+        for r in table["imports"]:
+            heaviest = ", ".join(f"{module} {ms:.0f} ms" for module, ms in list(r["heaviest"].items())[:3])
+            lines.append(f"| memctl {r['command']} | {r['wall_ms']:.0f} ms | {r['floor_ms']:.0f} ms | "
+                         f"{r['import_ms']:.0f} ms | {r['modules_imported']} | {heaviest} |")
     return "\n".join(lines)
+
+
+def compiled() -> None:
+    """memctl's bytecode written beside its sources, as pip writes it when it installs a
+    package: whole processes are timed as a user's installed memctl runs. Otherwise, with
+    PYTHONDONTWRITEBYTECODE set (as where these figures were taken), each process would
+    compile every memctl module it imports again: 33 ms of a recall."""
+    import compileall
+
+    compileall.compile_dir(REPO / "memctl", quiet=1)
 
 
 def main() -> None:
@@ -1173,11 +1246,18 @@ def main() -> None:
     parser.add_argument("--log-mb", type=int, default=200, help="with --backfill: size of the Claude Code log ingested")
     parser.add_argument("--llm-episodes", type=int, default=64, help="with --backfill: turns the LLM extracts")
     parser.add_argument("--markdown", action="store_true", help="with --backfill: print the table as markdown")
+    parser.add_argument("--rows", type=lambda text: text.split(","), default=list(BACKFILL_ROWS),
+                        help=f"with --backfill: only these rows, comma-separated, of {', '.join(BACKFILL_ROWS)}")
+    parser.add_argument("--imports", action="store_true",
+                        help="only what starting each command costs: whole process, and its imports")
     parser.add_argument("--assertions", type=int, default=100_000)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--db", type=Path, help="keep the database here (must not exist yet)")
     args = parser.parse_args()
+    if unknown := set(args.rows) - set(BACKFILL_ROWS):
+        parser.error(f"--rows: no row {', '.join(sorted(unknown))}; the rows are {', '.join(BACKFILL_ROWS)}")
+    compiled()
     if args.parse_child:
         parse_child(args.parse_child)
         return
@@ -1199,6 +1279,10 @@ def main() -> None:
         return
     if args.vectors:
         print(json.dumps(vectors_benchmark(args.vector_episodes, args.dimensions)))
+        return
+    if args.imports:
+        with tempfile.TemporaryDirectory(prefix="memctl-imports-") as tmp:
+            print(json.dumps({"imports": command_imports(Path(tmp), args.process_runs)}))
         return
     if args.backfill:
         table = backfill_benchmark(args)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memctl.cli import main
+from memctl.entry import main
 from memctl.memory import Memory
 
 # Real session logs live beside the repository (../shared/realdata), never inside it.

@@ -23,7 +23,8 @@ MODES = {
     "vectors": (["--vectors", "--vector-episodes", "200", "--dimensions", "8"], ["rank_p95_ms"]),
     "mcp": (["--mcp", "--assertions", "300", "--entities", "50", "--mcp-calls", "3"], ["mcp_recall_p95_ms"]),
     "backfill": (["--backfill", "--sizes", "300", "--ingest-runs", "1", "--process-runs", "1", "--log-mb", "1",
-                  "--llm-episodes", "8"], ["backfill"]),
+                  "--llm-episodes", "8"], ["backfill", "imports"]),
+    "imports": (["--imports", "--process-runs", "1"], ["imports"]),
 }
 
 
@@ -60,3 +61,24 @@ def test_the_backfill_table_has_every_row_of_issue_15_with_floor_and_ratio():
 def test_retrieval_mode_runs_on_the_real_logs(realdata):
     figures = run_bench("--retrieval", "--realdata", str(realdata), "--corpus-sessions", "24", "--speed-n", "0")
     assert figures["realdata_recall_ratio"] is not None
+
+
+def test_each_command_says_what_starting_it_costs():
+    """The issue's "measure each command's import time": the whole process beside python's
+    own start, and what it imported. The top-level help imports next to nothing."""
+    rows = {row["command"]: row for row in run_bench("--imports", "--process-runs", "1")["imports"]}
+    assert set(rows) == {"--help", "recall --json", "recall", "stats", "episodes", "ingest --dry-run"}
+    for row in rows.values():
+        heaviest = list(row["heaviest"].values())
+        assert row["wall_ms"] > 0 and row["floor_ms"] > 0 and row["import_ms"] >= sum(heaviest) > 0, row
+        assert heaviest == sorted(heaviest, reverse=True), row
+    assert "memctl.cli" not in rows["--help"]["heaviest"] and "memctl.cli" not in rows["recall --json"]["heaviest"]
+    assert "memctl.cli" in rows["stats"]["heaviest"]
+
+
+def test_backfill_rows_can_be_chosen():
+    table = run_bench("--backfill", "--rows", "help", "--process-runs", "1")
+    assert [row["row"] for row in table["backfill"]] == ["memctl --help"] and "imports" not in table
+    wrong = subprocess.run([sys.executable, str(BENCH), "--backfill", "--rows", "help,nope"], capture_output=True,
+                           text=True, timeout=60)
+    assert wrong.returncode == 2 and "no row nope" in wrong.stderr

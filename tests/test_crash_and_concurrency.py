@@ -407,7 +407,7 @@ def _cli_in_forked_child(argv: list[str], barrier, output: str) -> None:
     os.dup2(sys.stdout.fileno(), 1)
     os.dup2(sys.stdout.fileno(), 2)
     sys.argv = ["memctl", *argv]
-    from memctl.cli import main
+    from memctl.entry import main
 
     connect = sqlite3.connect
 
@@ -435,11 +435,12 @@ def test_simultaneous_first_opens_of_a_fresh_database(tmp_path):
 
     Separate interpreters rarely reach the database within the same millisecond, so
     test_two_processes_ingest_concurrently only rarely hits this window. Here the CLI
-    entry point (``memctl.cli.main``) runs in two forked children that wait for each
+    entry point (``memctl.entry.main``) runs in two forked children that wait for each
     other right after connecting, round after round on fresh files; every run must
     succeed, as the busy timeout promises.
     """
     import memctl.cli  # noqa: F401  (imported before forking, so the children start at once)
+    import memctl.entry  # noqa: F401
 
     source = tmp_path / "one.facts.jsonl"
     source.write_text(json.dumps({"reference_time": "2024-01-01", "source_id": "one",

@@ -18,7 +18,7 @@ import httpx2
 import pytest
 
 from memctl import times
-from memctl.cli import exit_code
+from memctl.entry import exit_code
 from memctl.extract import Request, Result
 from memctl.extract.llm import NO_KEY, LLMExtractor, LLMUnavailable, cache_key, make_client, parse_reply
 from memctl.extract.prompt import PROMPT_VERSION, RESPONSE_FORMAT, RESPONSE_SCHEMA

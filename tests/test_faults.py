@@ -93,7 +93,7 @@ def test_a_read_only_command_on_an_empty_file_writes_nothing(cli, tmp_path):
 
 
 def test_what_sqlite_reports_is_told_in_the_users_words_with_its_exit_code(tmp_path):
-    from memctl.cli import exit_code
+    from memctl.entry import exit_code
     from memctl.store.connection import explain
 
     cases = {"database is locked": (1, "stayed locked"), "database or disk is full": (1, "disk holding"),

@@ -12,7 +12,7 @@ import pytest
 
 import memctl
 from memctl import BadInput, IngestOptions, Memory, NotFound, NotUndoable, build_extractor
-from memctl.cli import message
+from memctl.entry import message
 from memctl.results import Record
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "team.facts.jsonl"

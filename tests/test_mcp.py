@@ -317,7 +317,7 @@ def test_stdout_carries_only_protocol_messages(tmp_path):
 
 @pytest.mark.parametrize("command", [["--help"], ["recall", "billing"], ["add", "Billing uses MySQL."]])
 def test_only_the_mcp_command_imports_the_sdk(mcp, command):
-    probe = ("import sys\nfrom memctl.cli import main\nsys.argv = ['memctl', '--db', sys.argv[1], *sys.argv[2:]]\n"
+    probe = ("import sys\nfrom memctl.entry import main\nsys.argv = ['memctl', '--db', sys.argv[1], *sys.argv[2:]]\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              "print(sorted(m for m in sys.modules if m.partition('.')[0] in ('mcp', 'mcp_types')), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", probe, str(mcp.db), *command], cwd=REPO, capture_output=True,

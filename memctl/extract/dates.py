@@ -16,8 +16,6 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from dateutil.relativedelta import relativedelta
-
 if TYPE_CHECKING:  # the model needs pydantic, which recall (a user of this module) does not load
     from memctl.model import Precision
 
@@ -149,6 +147,9 @@ def ago(match: re.Match[str], reference: datetime) -> tuple[datetime, Precision]
     if unit == "week":
         return start_of_day(reference) - timedelta(weeks=n), "day"
     if unit == "month":
+        # Here, not at the top: recall reads this module's time words, and dateutil would cost it 2 ms.
+        from dateutil.relativedelta import relativedelta
+
         return utc_day(reference.year, reference.month, 1) - relativedelta(months=n), "month"
     return utc_day(reference.year - n, 1, 1), "year"
 
@@ -161,13 +162,9 @@ _TIME_WORD = re.compile(r"^(?:(?:19|20)\d\d|q[1-4]|spring|summer|autumn|fall|win
                         r"day|today|yesterday|weeks|months|years|days|early|late|mid)$")
 
 
-# The present, which every question is asked in unless a window says otherwise.
-PRESENT_WORDS = frozenset({"now", "currently", "nowadays", "presently", "anymore"})
-
-
 def is_time_word(word: str) -> bool:
-    """``word`` (lower case) names a time: a month, a year, a season, "ago", "now"..."""
-    return word in MONTH_NUMBER or word in PRESENT_WORDS or bool(_TIME_WORD.match(word))
+    """``word`` (lower case) names a time: a month, a year, a season, "ago"..."""
+    return word in MONTH_NUMBER or bool(_TIME_WORD.match(word))
 
 
 MIDNIGHT = "T00:00:00.000000Z"  # what follows the day in a stored instant at clean midnight UTC

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import cache
 
 from memctl.errors import BadInput
-from memctl.extract.dates import PRESENT_WORDS, is_time_word
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PHRASE = re.compile(r'"([^"]*)"')
@@ -23,6 +22,8 @@ MAX_TERMS = 32
 MAX_PHRASE_WORDS = 16
 # How many words an entity's name may have, to be found in the question.
 MAX_NAME_WORDS = 4
+# The present, which every question is asked in unless a window says otherwise.
+PRESENT_WORDS = frozenset({"now", "currently", "nowadays", "presently", "anymore"})
 
 
 @cache
@@ -87,10 +88,18 @@ def parse(text: str, *, timed: bool = False) -> Query:
                                                                   else m.group(1), text))]
     distinct = list(dict.fromkeys(loose))
     content = [word for word in distinct if word not in stop_words() and word not in PRESENT_WORDS
-               and not (timed and is_time_word(word))]
+               and not (timed and _is_time_word(word))]
     kept_phrases = tuple(phrases)[:MAX_TERMS]
     terms = tuple((content or ([] if kept_phrases else distinct))[:max(MAX_TERMS - len(kept_phrases), 1)])
     return Query(text=text, words=words[:MAX_TERMS * MAX_NAME_WORDS], terms=terms, phrases=kept_phrases)
+
+
+def _is_time_word(word: str) -> bool:
+    # Imported only for a question with a window: the date vocabulary (and the extractors'
+    # package it is in) costs a recall 4 ms to load.
+    from memctl.extract.dates import is_time_word
+
+    return is_time_word(word)
 
 
 def _shown(text: str) -> str:

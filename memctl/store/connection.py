@@ -43,12 +43,42 @@ def default_path() -> Path:
     return Path(user_data_dir("memctl")) / "memory.db"
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
     # isolation_level=None: transactions are begun explicitly below, never implicitly.
     # check_same_thread=False: ``Connections`` decides which thread uses which connection.
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                           uri=uri)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
+
+
+def connect_to_read(path: Path, *, foreign: bool = False) -> sqlite3.Connection:
+    """A connection that reads the existing file ``path`` and never writes to it, also
+    where it cannot be written.
+
+    Where the folder can be written, an ordinary connection: SQLite makes the -wal and
+    -shm files a reader of a WAL database needs, and takes them away again when the last
+    connection closes (a read-only file keeps them, as SQLite leaves them). ``foreign``,
+    a file not known to be memctl's yet: a read-only connection, which never checkpoints
+    another program's log into its file. In a folder that cannot be written (a read-only
+    mount, another user's), SQLite opens a WAL file only if a -shm file is there already,
+    which a running writer would have made. When there is none, and no -wal file either,
+    no writer has the file open, and it is read as it is (``immutable``: no lock, no -shm;
+    a writer that starts meanwhile writes to a log of its own until it checkpoints). A
+    -wal file without its -shm holds commits only a writer can recover: that stays an
+    error, which ``explain`` words.
+    """
+    uri = path.resolve().as_uri()
+    conn = _connect(f"{uri}?mode=ro" if foreign else uri, uri=True)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # SQLite opens the file on first use
+        return conn
+    except sqlite3.OperationalError as error:
+        conn.close()
+        logs = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+        if "unable to open" not in str(error) or any(log.exists() for log in logs):
+            raise
+    return _connect(f"{uri}?mode=ro&immutable=1", uri=True)
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -73,7 +103,10 @@ def check_file(path: Path) -> None:
         return
     if head != SQLITE_HEADER:
         raise BadInput(f"{path} is not a SQLite database, so not a memctl memory")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        conn = connect_to_read(path, foreign=True)
+    except sqlite3.DatabaseError as error:
+        raise explain(error, path) or BadInput(f"{path} cannot be read as a SQLite database: {error}") from None
     try:
         tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         ours = "_sqlite_migrations" in tables and conn.execute(
@@ -106,9 +139,46 @@ def explain(error: sqlite3.Error, path: str | Path) -> MemctlError | None:
     return None
 
 
+class _Without:
+    """A finder that tells one thread, while it imports a module, that ``names`` are not
+    installed; other threads import them as usual."""
+
+    def __init__(self, names: frozenset[str]):
+        self.names = names
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name in self.names and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"{name} is left out of sqlite_utils", name=name)
+        return None
+
+
+def _database_class() -> type[Database]:
+    """sqlite-utils' ``Database``, imported without numpy and pandas.
+
+    Its module imports both whenever they are installed, to map their scalar types to
+    column types. memctl never stores one (a vector is stored as bytes:
+    ``store.embeddings``), and numpy alone (installed with memctl[embeddings]) cost each
+    command that writes 45 ms more; so while sqlite-utils loads, they are not found from
+    this thread. One already loaded is used as it is.
+    """
+    import sys
+
+    if "sqlite_utils.db" not in sys.modules:
+        finder = _Without(frozenset({"numpy", "pandas"}) - sys.modules.keys())
+        sys.meta_path.insert(0, finder)
+        try:
+            import sqlite_utils.db  # noqa: F401
+        finally:
+            sys.meta_path.remove(finder)
+    from sqlite_utils import Database
+
+    return Database
+
+
 def open_database(path: str | Path) -> Database:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it."""
-    from sqlite_utils import Database
+    Database = _database_class()  # first: the schema's module imports sqlite-utils too
 
     from memctl.store import operations
     from memctl.store.schema import migrations
@@ -120,7 +190,10 @@ def open_database(path: str | Path) -> Database:
         except OSError as error:
             raise BadInput(f"cannot create {path}: {error.strerror} ({error.filename})") from None
     conn = _connect(path)
-    db = Database(conn)
+    # No sqlite-utils plugins: the connection is memctl's own, whatever plugins the
+    # environment has for other uses, and finding them reads every installed package's
+    # entry points (20 ms).
+    db = Database(conn, execute_plugins=False)
     _switch_to_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
@@ -298,9 +371,12 @@ class Connections:
             return
         reader = getattr(self._local, "conn", None)
         if reader is None:
-            if not _schema_is_current(self.path):
+            reader = connect_to_read(self.path) if self.path.exists() else None
+            if reader is None or not _schema_is_current(reader):
+                if reader is not None:
+                    reader.close()
                 self.writer  # noqa: B018  (opening it migrates the file, or creates it)
-            reader = _connect(self.path)
+                reader = connect_to_read(self.path)
             reader.execute("PRAGMA query_only = ON")
             reader.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             with self._readers_lock:
@@ -317,17 +393,12 @@ class Connections:
                 self._writer.conn.close()
 
 
-def _schema_is_current(path: Path) -> bool:
-    """Whether the file exists with every migration applied (by this memctl or a newer one)."""
-    if not path.exists():
-        return False
-    conn = _connect(path)
+def _schema_is_current(conn: sqlite3.Connection) -> bool:
+    """Whether the file has every migration applied (by this memctl or a newer one)."""
     try:
         applied = conn.execute("SELECT count(*) FROM _sqlite_migrations WHERE migration_set = 'memctl'").fetchone()[0]
     except sqlite3.OperationalError:  # no such table: a new or foreign file
         return False
-    finally:
-        conn.close()
     return applied >= SCHEMA_MIGRATIONS
 
 

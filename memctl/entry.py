@@ -1,0 +1,216 @@
+"""The `memctl` command: arguments in, output and an exit code out.
+
+Typer (``memctl.cli``) defines the command line and parses it. Loading Typer and building
+its commands costs a process about 35 ms, several times what a recall's answer costs,
+so two invocations whose meaning that one definition fixes are answered before it loads;
+anything else goes to Typer:
+
+- the top-level help (bare ``memctl``, ``--help``, ``-h``): the text Typer renders,
+  pinned in ``memctl/help.txt``, printed where it is exactly what Typer would print
+  (into a pipe, or a terminal at least 80 columns wide; narrower, Typer wraps it to fit);
+- ``recall QUESTION --json``, the call a program makes: the library's recall with its
+  defaults, which are the command's (``tests/test_startup.py`` holds both answers equal,
+  and the pinned help equal to Typer's).
+
+Exit codes: 0 ok, 1 partly failed (the rest was kept), 2 bad usage or input, 130
+interrupted. Every error is one line on stderr, whichever way the command went.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memctl.errors import (
+    BadInput,
+    FileRefused,
+    LLMUnavailable,
+    MemctlError,
+    NoModel,
+    NotFound,
+    NothingToExtract,
+    StoreUnavailable,
+)
+
+if TYPE_CHECKING:
+    from memctl.memory import Memory
+    from memctl.results import RecallResult
+
+HELP = Path(__file__).with_name("help.txt")
+HELP_COLUMNS = 80  # click wraps help to min(terminal width, 80) - 2; help.txt holds it at 80 or wider
+
+
+class State:
+    db_path: Path | None = None  # --db, set before any command runs
+
+
+def main() -> None:
+    args = _db_first(sys.argv[1:])
+    try:
+        code = _help(args)
+        if code is None:
+            code = _recall_json(args)
+        if code is None:
+            from memctl.cli import run
+
+            code = run(args)
+    except MemctlError as error:
+        print(f"memctl: error: {message(error)}", file=sys.stderr)
+        sys.exit(exit_code(error))
+    except KeyboardInterrupt:
+        _interrupted()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except Exception as error:  # the file (sqlite3.Error), or a bug: still one line, never a traceback
+        _failed(error)
+    if code:
+        sys.exit(code)
+
+
+def _db_first(args: list[str]) -> list[str]:
+    """``args`` with every ``--db PATH`` moved before the command, so ``memctl stats --db x``
+    means ``memctl --db x stats`` (the option is the group's: one declaration, not one per
+    command). After ``--`` nothing moves: those are arguments, whatever they look like."""
+    moved: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest.extend(args[index:])
+            break
+        if arg == "--db" and index + 1 < len(args):
+            moved += args[index:index + 2]
+            index += 2
+            continue
+        if arg.startswith("--db="):
+            moved.append(arg)
+        else:
+            rest.append(arg)
+        index += 1
+    return moved + rest
+
+
+def _typer_completes() -> bool:
+    """Typer answers shell completion (this variable set) before it parses anything."""
+    return "_MEMCTL_COMPLETE" in os.environ
+
+
+def _help(args: list[str]) -> int | None:
+    """The top-level help from help.txt, where it is what Typer would print."""
+    if args not in ([], ["--help"], ["-h"]) or _typer_completes():
+        return None
+    import shutil  # as click measures the terminal
+
+    if shutil.get_terminal_size().columns < HELP_COLUMNS:
+        return None
+    sys.stdout.write(HELP.read_text(encoding="utf-8"))
+    return 0
+
+
+def _recall_json(args: list[str]) -> int | None:
+    """``[--db PATH] recall QUESTION --json`` (the flag before or after the question)
+    answered as Typer would: the question is taken as given, every other option at its
+    default. A question that starts with "-" is left to Typer, which may read it as an
+    option; so is every other shape of arguments."""
+    db, rest = None, args
+    if rest[:1] == ["--db"] and len(rest) > 1:
+        db, rest = rest[1], rest[2:]
+    elif rest[:1] and rest[0].startswith("--db="):
+        db, rest = rest[0].removeprefix("--db="), rest[1:]
+    if len(rest) != 3 or rest[0] != "recall" or "--json" not in rest[1:] or _typer_completes():
+        return None
+    question = rest[2] if rest[1] == "--json" else rest[1]
+    if question.startswith("-"):
+        return None
+    State.db_path = None if db is None else Path(db)
+    return recalled(_memory().recall(question), _print_json)
+
+
+def recalled(result: RecallResult, show: Callable[[RecallResult], None]) -> int:
+    """A recall's answer shown (``show``: as JSON or a table) after a line on stderr for each
+    ranker that could not answer; the exit code, 1 when one could not."""
+    for problem in result.unavailable or []:
+        print(f"memctl: answered without {problem}", file=sys.stderr)
+    show(result)
+    return 1 if result.unavailable else 0
+
+
+def _memory(*, must_exist: bool = True, embeddings_model: str | None = None) -> Memory:
+    from memctl.memory import Memory
+    from memctl.store.connection import default_path
+
+    path = Path(State.db_path or default_path())
+    if must_exist and _holds_nothing(path):
+        raise NotFound(f"no memory at {path} yet; run 'memctl ingest' first (or pass --db)")
+    return Memory.open(path, embeddings_model=embeddings_model)
+
+
+def _holds_nothing(path: Path) -> bool:
+    """No file, or an empty one (made by `touch`) with no write-ahead log beside it: a
+    command that only reads must not write a schema into it. (A file killed early in its
+    first ingest may be empty while its WAL holds what was committed.)"""
+    if not path.exists():
+        return True
+    wal = path.with_name(path.name + "-wal")
+    return path.is_file() and path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0)
+
+
+def _print_json(data) -> None:
+    """``data``: a result record, or a list of them."""
+    import json
+
+    if isinstance(data, list):
+        data = [item.to_json() for item in data]
+    elif not isinstance(data, dict):
+        data = data.to_json()
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+# Exit codes by error class, most specific first: 1 when the rest of the work was kept
+# (a refused file, a model that could not be reached), 2 for bad usage or input.
+EXIT_CODES: tuple[tuple[type[MemctlError], int], ...] = ((FileRefused, 1), (NoModel, 2), (LLMUnavailable, 1),
+                                                          (StoreUnavailable, 1), (MemctlError, 2))
+
+
+def exit_code(error: MemctlError) -> int:
+    return next(code for kind, code in EXIT_CODES if isinstance(error, kind))
+
+
+def message(error: MemctlError) -> str:
+    """The error in the command line's words: an argument at fault is named by its flag."""
+    if isinstance(error, NothingToExtract):
+        return str(NothingToExtract(error.episode_id, how="--format facts"))
+    if isinstance(error, BadInput) and error.parameter:
+        return f"--{error.parameter.replace('_', '-')} {error.problem}"
+    return str(error)
+
+
+def _interrupted() -> None:
+    print("memctl: interrupted: what was written before is kept, each episode and change whole or not at all; "
+          "run the same command again to finish (it adds only what is missing)", file=sys.stderr)
+    sys.exit(130)
+
+
+def _failed(error: Exception) -> None:
+    """What SQLite reported about the file (locked past the timeout, a full disk, read-only...)
+    in the user's words, or a bug in one line; MEMCTL_DEBUG=1 shows the traceback."""
+    import sqlite3
+
+    explained = None
+    if isinstance(error, sqlite3.Error):
+        from memctl.store.connection import default_path, explain
+
+        explained = explain(error, State.db_path or default_path())
+    if os.environ.get("MEMCTL_DEBUG"):
+        raise error
+    if explained is not None:
+        print(f"memctl: error: {explained}", file=sys.stderr)
+        sys.exit(exit_code(explained))
+    print(f"memctl: internal error: {type(error).__name__}: {error} (MEMCTL_DEBUG=1 shows the traceback)",
+          file=sys.stderr)
+    sys.exit(1)
