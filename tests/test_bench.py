@@ -82,3 +82,18 @@ def test_backfill_rows_can_be_chosen():
     wrong = subprocess.run([sys.executable, str(BENCH), "--backfill", "--rows", "help,nope"], capture_output=True,
                            text=True, timeout=60)
     assert wrong.returncode == 2 and "no row nope" in wrong.stderr
+
+
+def test_a_child_process_peak_memory_is_its_own_not_the_benchmarks():
+    """The structured-ingest rows report a memctl process's peak RSS. The benchmark holds
+    the whole generated backfill (1.7 GB at 1M): a child's wait4 figure counted that, as
+    the child was forked before it ran memctl, and reported it as memctl's."""
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    held = b"x" * 300_000_000  # this process: 300 MB, resident
+    _, peak_mb, _ = bench.run_process([sys.executable, "-c", "x = b'y' * 60_000_000"])
+    assert 60 <= peak_mb < 150, peak_mb
+    assert len(held) == 300_000_000
