@@ -977,8 +977,9 @@ def row(name: str, size: str, floor: str, now: str, ratio: float | None, met: bo
     return made
 
 
-# What --rows can name: "structured" is the ingest, its recall and its undos at each size.
-BACKFILL_ROWS = ("structured", "help", "log", "llm", "imports")
+# What --rows can name: "structured" is the ingest, its recall and its undos at each size;
+# "ingest" the ingest rows alone.
+BACKFILL_ROWS = ("structured", "ingest", "help", "log", "llm", "imports")
 
 
 def backfill_benchmark(args: argparse.Namespace) -> dict:
@@ -994,8 +995,8 @@ def backfill_benchmark(args: argparse.Namespace) -> dict:
         from memctl.store.connection import open_database
 
         open_database(blank).conn.close()  # the migrated schema the floor writes into
-        for size in args.sizes if "structured" in args.rows else []:
-            rows += structured_rows(Path(tmp), blank, size, args, rates)
+        for size in args.sizes if {"structured", "ingest"} & set(args.rows) else []:
+            rows += structured_rows(Path(tmp), blank, size, args, rates, ingest_only="structured" not in args.rows)
         if "help" in args.rows:
             rows.append(help_row(args.process_runs))
         if "log" in args.rows:
@@ -1008,7 +1009,8 @@ def backfill_benchmark(args: argparse.Namespace) -> dict:
             "sqlite": sqlite3.sqlite_version, "cpus": os.cpu_count(), "load_at_end": os.getloadavg()[0]}
 
 
-def structured_rows(tmp: Path, blank: Path, size: int, args: argparse.Namespace, rates: dict[int, float]) -> list[dict]:
+def structured_rows(tmp: Path, blank: Path, size: int, args: argparse.Namespace, rates: dict[int, float], *,
+                    ingest_only: bool = False) -> list[dict]:
     import shutil
 
     label = count_label(size)
@@ -1053,6 +1055,9 @@ def structured_rows(tmp: Path, blank: Path, size: int, args: argparse.Namespace,
                           f"{rate:,.0f}/s, peak RSS {max(peaks):.0f} MB", linear,
                           linear >= 0.8 and max(peaks) <= 300, rate_vs_100k=round(linear, 3),
                           peak_rss_mb=round(max(peaks), 1)))
+    if ingest_only:
+        db.unlink()
+        return result
     operation = json.loads(outputs[-1])["operation_id"]
     result.append(recall_row(tmp, db, label, episodes, rng, args.process_runs if size < 1_000_000 else
                              max(3, args.process_runs // 2)))
@@ -1062,7 +1067,7 @@ def structured_rows(tmp: Path, blank: Path, size: int, args: argparse.Namespace,
     apply_s, holds = lock_holds(db, lambda: run_process(memctl_command(db, "undo", operation, "--apply", "--json")))
     per_s = len(episodes) / apply_s
     longest = max(holds, default=0.0)
-    # A preview is the undo done and rolled back in one transaction: the lock is held throughout.
+    # A preview of more than PREVIEW_ON_A_COPY episodes is done on a copy of the file: it holds no lock.
     preview_hold = max(preview_holds, default=0.0)
     result.append(row("undo of a whole ingest", f"{count_label(len(episodes))} episodes", "—",
                       f"{apply_s:.2f} s = {per_s:,.0f} episodes/s, lock held ≤ {longest:.2f} s at a time "
