@@ -16,6 +16,7 @@ batch therefore costs each batch what it adds, not the slot's whole history.
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -50,11 +51,28 @@ class SlotChanges:
 
     def absorb(self, later: SlotChanges) -> None:
         """Add a later recomputation of the same operation: a row it inserted and a later
-        batch expired again was never there for anyone outside the operation."""
+        batch expired again was never there for anyone outside the operation. Rows are
+        kept as ``_summary`` has them: an undo of a 334k-episode ingest holds 1.3M."""
         gone = {row["id"] for row in later.expired}
         ours = {row["id"] for row in self.inserted}
-        self.inserted = [row for row in self.inserted if row["id"] not in gone] + later.inserted
-        self.expired += [row for row in later.expired if row["id"] not in ours]
+        self.inserted = [row for row in self.inserted if row["id"] not in gone] + [_summary(r) for r in later.inserted]
+        self.expired += [_summary(row) for row in later.expired if row["id"] not in ours]
+
+
+# What a plan reads of a fact version (``undo.effects``), and of those the words that
+# repeat from row to row, shared rather than a copy per row: half the memory of the row
+# as read (ten keys fit a smaller dict than twelve), 1.2 GB at 1.3M versions before.
+_SUMMARY = ("id", "subject_id", "predicate", "predicate_key", "object_id", "fact", "cardinality", "valid_at",
+            "invalid_at", "end_reason")
+_REPEATED = ("predicate", "predicate_key", "cardinality", "end_reason")
+
+
+def _summary(row: dict) -> dict:
+    summary = {name: row[name] for name in _SUMMARY}
+    for name in _REPEATED:
+        if summary[name] is not None:
+            summary[name] = sys.intern(summary[name])
+    return summary
 
 
 @dataclass
