@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal, NamedTuple, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -120,17 +120,13 @@ def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: 
     where = f"facts[{index}]"
     interval = _interval(item, where, reference_time)
     extracted = _instant(item.extracted_at, f"{where}.extracted_at")
-
-    def clean(text: str) -> str:
-        return text if redacted is None else redact_into(text, redacted)
-
-    subject, object_ = clean(item.subject), clean(item.object)
+    subject, object_ = _clean(item.subject, redacted), _clean(item.object, redacted)
     try:
         return Assertion(
             subject=subject,
             predicate=item.predicate,
             object=object_,
-            fact=clean(item.fact) if item.fact else f"{subject} {item.predicate.replace('_', ' ')} {object_}",
+            fact=_clean(item.fact, redacted) if item.fact else f"{subject} {item.predicate.replace('_', ' ')} {object_}",
             cardinality=item.cardinality,
             extractor="facts",
             extracted_at=times.to_storage(extracted.at) if extracted else line_extracted_at,
@@ -138,6 +134,10 @@ def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: 
         )
     except ValidationError as error:
         raise ValueError(f"{where}: {_first_message(error)}") from None
+
+
+def _clean(text: str, redacted: dict[str, int] | None) -> str:
+    return text if redacted is None else redact_into(text, redacted)
 
 
 def _first_message(error: ValidationError) -> str:
@@ -173,33 +173,44 @@ def check(path: Path, options: IngestOptions) -> None:
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
     """Episodes, not turns: a line is read as given, and a bad one refuses the whole command (BadInput)."""
-    for number, raw, value, line, reference_time, reference_source, assertions, redacted in _lines(
-            path, options, redacting=True):
+    for read in _lines(path, options, redacting=True):
+        line = read.line
         # The hash is of the line as given, so that reading the file again finds the same
         # episode; only a digest of it is stored, never the text.
-        canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        canonical = json.dumps(read.value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         # The content is redacted, then cut as any episode's text is.
-        content, cut_chars = cut(redact_into(line.content if line.content is not None else raw.rstrip("\r\n"),
-                                             redacted))
+        content, cut_chars = cut(redact_into(line.content if line.content is not None else read.raw.rstrip("\r\n"),
+                                             read.redacted))
         yield Episode(
             source=str(path),
-            position=number,
+            position=read.number,
             source_id=line.source_id,
             format="facts",
             content=content,
             cut_chars=cut_chars,
             content_hash=content_hash(canonical),
-            reference_time=reference_time,
-            reference_time_source=reference_source,
-            assertions=assertions,
-            redacted=redacted,
+            reference_time=read.reference_time,
+            reference_time_source=read.reference_source,
+            assertions=read.assertions,
+            redacted=read.redacted,
         )
 
 
-def _lines(path: Path, options: IngestOptions, *, redacting: bool
-           ) -> Iterator[tuple[int, str, object, _Line, str, str, list[Assertion], dict[str, int]]]:
-    """Each line read and checked: (number, raw text, JSON value, the line, its reference
-    time and where that came from, its assertions, the secrets redacted from them).
+class _Read(NamedTuple):
+    """A line read and checked."""
+
+    number: int
+    raw: str  # as written
+    value: object  # as JSON
+    line: _Line
+    reference_time: str
+    reference_source: str  # where the reference time came from
+    assertions: list[Assertion]
+    redacted: dict[str, int]  # the secrets redacted from them, by kind
+
+
+def _lines(path: Path, options: IngestOptions, *, redacting: bool) -> Iterator[_Read]:
+    """Each line read and checked (its facts' secrets redacted, if ``redacting``).
     BadInput names the first bad line."""
     fallback: tuple[str, str] | None = None
     for number, raw, value in read_jsonl(path):
@@ -222,4 +233,4 @@ def _lines(path: Path, options: IngestOptions, *, redacting: bool
             raise
         except (ValidationError, ValueError) as error:
             raise BadInput(f"{path}:{number}: {_problem(error)}") from None
-        yield number, raw, value, line, reference_time, reference_source, assertions, redacted
+        yield _Read(number, raw, value, line, reference_time, reference_source, assertions, redacted)
