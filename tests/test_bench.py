@@ -70,7 +70,9 @@ def test_each_command_says_what_starting_it_costs():
     assert set(rows) == {"--help", "recall --json", "recall", "stats", "episodes", "ingest --dry-run"}
     for row in rows.values():
         heaviest = list(row["heaviest"].values())
-        assert row["wall_ms"] > 0 and row["floor_ms"] > 0 and row["import_ms"] >= sum(heaviest) > 0, row
+        # Each figure is rounded to 0.1 ms on its own, so their sum may pass the rounded total by that much each.
+        rounding = 0.05 * (len(heaviest) + 1)
+        assert row["wall_ms"] > 0 and row["floor_ms"] > 0 and row["import_ms"] + rounding >= sum(heaviest) > 0, row
         assert heaviest == sorted(heaviest, reverse=True), row
     assert "memctl.cli" not in rows["--help"]["heaviest"] and "memctl.cli" not in rows["recall --json"]["heaviest"]
     assert "memctl.cli" in rows["stats"]["heaviest"]
