@@ -31,25 +31,27 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ impo
     )
     from memctl.extract import Extractor, Request, Result, build_extractor
     from memctl.memory import Memory
-    from memctl.results import (
+    from memctl.reports import (
         DateFix,
         Effects,
+        FactChange,
+        IngestReport,
+        MemoryAdded,
+        RebuildResult,
+        RepairResult,
+        RetryResult,
+        UndoPlan,
+    )
+    from memctl.results import (
         EpisodeDetail,
         EpisodeSummary,
         Fact,
-        FactChange,
         History,
-        IngestReport,
-        MemoryAdded,
         Operation,
-        RebuildResult,
         RecallResult,
-        RepairResult,
-        RetryResult,
         Slot,
         Stats,
         StoredAssertion,
-        UndoPlan,
     )
     from memctl.sources import IngestOptions
 
@@ -60,8 +62,9 @@ _HOMES = {
     "memctl.errors": ["MemctlError", "BadInput", "NotFound", "Ambiguous", "NotUndoable", "NothingToExtract",
                       "FileRefused", "LLMUnavailable"],
     "memctl.results": ["RecallResult", "Fact", "History", "Slot", "EpisodeSummary", "EpisodeDetail", "StoredAssertion",
-                       "Stats", "Operation", "IngestReport", "UndoPlan", "Effects", "FactChange", "RetryResult",
-                       "RepairResult", "DateFix", "RebuildResult", "MemoryAdded"],
+                       "Stats", "Operation"],
+    "memctl.reports": ["IngestReport", "UndoPlan", "Effects", "FactChange", "RetryResult", "RepairResult", "DateFix",
+                       "RebuildResult", "MemoryAdded"],
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 __all__ = sorted(_HOME_OF)

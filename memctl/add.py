@@ -29,7 +29,7 @@ from memctl.extract.stage import RequestBuilder, run_requests
 from memctl.ingest import COUNTED, tally
 from memctl.model import Episode, content_hash
 from memctl.redact import redact_into
-from memctl.results import IngestReport, MemoryAdded
+from memctl.reports import IngestReport, MemoryAdded
 from memctl.sources import MEMORY_FORMAT, cut
 from memctl.store import operations as journal
 from memctl.store import reads

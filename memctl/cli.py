@@ -552,7 +552,7 @@ def _print_undo(plan) -> None:
 
 def _effects_table(title: str, effects):
     """What a change does to the current facts, as undo and retry report it."""
-    from memctl.results import EFFECTS
+    from memctl.reports import EFFECTS
 
     rows = [[effect, row.fact, f"{_day(row.valid_at)} → {_day(row.invalid_at_before if row.compared else row.invalid_at)}",
              f"→ {_day(row.invalid_at)}" if effect != "removed" else ""]
@@ -599,7 +599,7 @@ def retry(
 
 def _retry_tables(result) -> None:
     console = _console()
-    from memctl.results import EFFECTS
+    from memctl.reports import EFFECTS
 
     console.print(_table("Retry", ["", ""], [[k.replace("_", " "), _readable(v)]
                                              for k, v in result.to_json().items() if k not in EFFECTS]))

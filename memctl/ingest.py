@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from memctl.errors import BadInput, FileRefused
 from memctl.extract import Extractor
 from memctl.model import Episode
-from memctl.results import IngestReport
+from memctl.reports import IngestReport
 from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, binary_content, cannot_read, files_under, format_of, parse
 from memctl.store import BATCH_EPISODES, batches
 from memctl.store import operations as journal

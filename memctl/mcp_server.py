@@ -34,7 +34,7 @@ from pydantic import Field
 from memctl.errors import BadInput, MemctlError
 from memctl.extract import Extractor
 from memctl.memory import Memory
-from memctl.results import Record
+from memctl.results import Answer
 
 # What each kind of tool does to the memory, for clients that ask before calling.
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
@@ -52,16 +52,20 @@ Time = Annotated[str | None, Field(description="ISO-8601 date or datetime; a bar
                                                "a datetime without offset is UTC.")]
 
 
-def _answer(call: Callable[[], Record | Sequence[Record]], listed: str | None = None) -> dict[str, Any]:
-    """The result's JSON (a list under the key ``listed``), or a tool error saying what is wrong."""
+def _answer(call: Callable[[], Answer]) -> dict[str, Any]:
+    """The result's JSON, or a tool error saying what is wrong."""
     try:
-        result = call()
+        return call().to_json()
     except MemctlError as error:
         raise ToolError(str(error)) from None
-    if isinstance(result, Record):
-        return result.to_json()
-    assert listed is not None
-    return {listed: [item.to_json() for item in result]}
+
+
+def _listed(key: str, call: Callable[[], Sequence[Answer]]) -> dict[str, Any]:
+    """The results' JSON, a list under ``key``, or a tool error saying what is wrong."""
+    try:
+        return {key: [item.to_json() for item in call()]}
+    except MemctlError as error:
+        raise ToolError(str(error)) from None
 
 
 def _id_of(kind: str, prefix: str, value: str, other_tool: str) -> str:
@@ -127,7 +131,7 @@ def build_server(memory: Memory, extractor: Extractor | None) -> MCPServer:
         limit: Annotated[int, Field(description="At most this many.")] = 50,
     ) -> dict[str, Any]:
         """Episodes in time order, said in [since, until): {"episodes": [...]}, each as `memctl episodes --json`."""
-        return _answer(lambda: memory.episodes(source=source, since=since, until=until, limit=limit), "episodes")
+        return _listed("episodes", lambda: memory.episodes(source=source, since=since, until=until, limit=limit))
 
     @server.tool(annotations=READ_ONLY)
     def entity_history(
@@ -142,7 +146,7 @@ def build_server(memory: Memory, extractor: Extractor | None) -> MCPServer:
     ) -> dict[str, Any]:
         """The journal of ingests, memories added, undos, retries and repairs, oldest first:
         {"operations": [...]}, each as `memctl operations --json`."""
-        return _answer(lambda: memory.operations(limit=limit), "operations")
+        return _listed("operations", lambda: memory.operations(limit=limit))
 
     @server.tool(annotations=DESTRUCTIVE)
     def undo_operation(

@@ -15,22 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from memctl import names, times
 from memctl.errors import BadInput, NotFound
-from memctl.results import (
-    EpisodeDetail,
-    EpisodeSummary,
-    Fact,
-    History,
-    IngestReport,
-    MemoryAdded,
-    Operation,
-    RebuildResult,
-    RecallResult,
-    RepairResult,
-    RetryResult,
-    Slot,
-    Stats,
-    UndoPlan,
-)
+from memctl.results import EpisodeDetail, EpisodeSummary, Fact, History, Operation, RecallResult, Slot, Stats
 from memctl.store import BATCH_EPISODES, reads
 from memctl.store.connection import Clock, Connections, system_clock
 
@@ -40,6 +25,7 @@ if TYPE_CHECKING:
     from memctl.extract import Extractor
     from memctl.model import Episode
     from memctl.recall.rankers import Ranker
+    from memctl.reports import IngestReport, MemoryAdded, RebuildResult, RepairResult, RetryResult, UndoPlan
     from memctl.sources import IngestOptions
 
 

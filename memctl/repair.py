@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from memctl.extract.dates import is_extraction_day_midnight
 from memctl.extract.guard import Stated, stated_dates
+from memctl.reports import DateFix, RebuildResult, RepairResult
 from memctl.resolve import start_move_is_inert
-from memctl.results import DateFix, RebuildResult, RepairResult
 from memctl.store import collector_paused
 from memctl.store import repairs as store
 from memctl.store.connection import Clock, transaction_time, write_transaction

@@ -1,90 +1,69 @@
-"""What the library's calls return: typed records, one class per shape.
+"""What the library's reads return: typed records, one class per shape.
 
-The CLI prints them as tables or, with ``--json``, as ``to_json()``; the MCP server
+A read's answer (a fact, a recall, an episode, the journal) is a snapshot: once made it
+never changes, so each is a ``NamedTuple``. What a change reports while it runs (an
+ingest's counts, an undo's plan) is filled in as it goes: those are the dataclasses of
+``memctl.reports``. Keeping the two apart also keeps ``memctl recall`` fast: dataclasses
+import ``inspect`` and compile each class's ``__init__``, 15 ms of a 60 ms process.
+
+The CLI prints records as tables or, with ``--json``, as ``to_json()``; the MCP server
 returns ``to_json()`` too, so both speak the same keys. Each record also reads by key
-(``plan["operation_id"]``), as the plain dicts of memctl 0.1 did, so scripts written
-against those keep working.
+(``fact["valid_at"]``), as the plain dicts of memctl 0.1 did, so scripts written against
+those keep working.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, dataclass_transform
-
-if TYPE_CHECKING:
-    from memctl.model import Episode
-    from memctl.sources import Skipped
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, Record):
+class Answer(Protocol):
+    """Anything the library returns: it says itself as JSON."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def as_json(value: Any) -> Any:
+    """``value`` with every record in it (in lists and dicts too) as its JSON."""
+    if hasattr(value, "to_json"):
         return value.to_json()
-    if isinstance(value, list):
-        return [_json(item) for item in value]
+    if isinstance(value, list | tuple):
+        return [as_json(item) for item in value]
     if isinstance(value, dict):
-        return {key: _json(item) for key, item in value.items()}
+        return {key: as_json(item) for key, item in value.items()}
     return value
 
 
-class Record:
-    """Base of every result: attribute or key access, and a JSON form.
+class ReadRecord:
+    """What every read record does besides being a tuple of its fields: say itself as
+    JSON, and read a field by name as well as by position.
 
-    Fields named in ``_OMITTED_WHEN_NONE`` are left out of the JSON when unset: one
-    record type then serves the places that show a few more or fewer keys.
+    Each record is this and a NamedTuple of its fields (``_FactFields``...): a NamedTuple
+    takes no other base, a subclass of it can.
     """
 
-    _OMITTED_WHEN_NONE: frozenset[str] = frozenset()
+    __slots__ = ()
+    _OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset()  # left out of the JSON when None
 
-    # One __eq__ and __repr__ for every record, as dataclasses would write them: a
-    # dataclass compiles its own of each, and 19 classes' worth cost every command
-    # 4 ms at start-up (answering a recall takes 5 ms).
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()
+    def to_json(self: Any) -> dict[str, Any]:
+        data = {name: as_json(value) for name, value in zip(self._fields, self, strict=True)
+                if not (value is None and name in self._OMITTED_WHEN_NONE)}
+        # A mixed list says first what each result is; the field itself comes last, as a
+        # NamedTuple puts every field with a default after those without.
+        return {"kind": data.pop("kind"), **data} if "kind" in data else data
 
-    def _compared(self) -> tuple:
-        return tuple(getattr(self, f.name) for f in fields(self) if f.compare)  # type: ignore[arg-type]
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)  # type: ignore[arg-type]
-        return f"{self.__class__.__qualname__}({shown})"
-
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self: Any, key: Any) -> Any:
+        if not isinstance(key, str):
+            return tuple.__getitem__(self, key)
         if key.startswith("_") or not hasattr(self, key):
             raise KeyError(key)
         return getattr(self, key)
 
-    def to_json(self) -> dict[str, Any]:
-        assert is_dataclass(self)
-        return {f.name: _json(getattr(self, f.name)) for f in fields(self)
-                if not (f.name in self._OMITTED_WHEN_NONE and getattr(self, f.name) is None)}
-
 
 FactStatus = Literal["current", "ended", "superseded"]
-T = TypeVar("T")
 
 
-@dataclass_transform(field_specifiers=(field,))
-def record(cls: type[T]) -> type[T]:
-    """A record's class: its fields and __init__ from dataclasses, __eq__ and __repr__ from Record."""
-    return dataclass(repr=False, eq=False)(cls)
-
-
-@record
-class Fact(Record):
-    """One version of a derived fact, with names as shown.
-
-    ``episodes`` (the supporting episodes) is given by recall, history and facts,
-    ``kind`` and ``score`` by recall; ``predicate_key`` only by ``show``, which lists what
-    an episode supports.
-    """
-
-    _OMITTED_WHEN_NONE = frozenset({"kind", "predicate_key", "episodes", "score"})
-
-    kind: Literal["fact"] | None = field(default=None, kw_only=True)  # set in recall's mixed lists
+class _FactFields(NamedTuple):
     fact_id: int
     fact: str
     subject: str
@@ -100,13 +79,22 @@ class Fact(Record):
     episodes: list[str] | None = None
     status: FactStatus = "current"
     score: float | None = None
+    kind: Literal["fact"] | None = None  # set in recall's mixed lists
 
 
-@record
-class EpisodeHit(Record):
-    """An episode recall found: what was said, where and when."""
+class Fact(ReadRecord, _FactFields):
+    """One version of a derived fact, with names as shown.
 
-    kind: Literal["episode"] = field(default="episode", init=False)
+    ``episodes`` (the supporting episodes) is given by recall, history and facts,
+    ``kind`` and ``score`` by recall; ``predicate_key`` only by ``show``, which lists what
+    an episode supports.
+    """
+
+    __slots__ = ()
+    _OMITTED_WHEN_NONE = frozenset({"kind", "predicate_key", "episodes", "score"})
+
+
+class _EpisodeHitFields(NamedTuple):
     episode_id: str
     source: str
     position: int
@@ -115,12 +103,16 @@ class EpisodeHit(Record):
     snippet: str  # the words around what matched, marked **like this**
     text: str
     score: float = 0.0
+    kind: Literal["episode"] = "episode"
 
 
-@record
-class RecallResult(Record):
-    _OMITTED_WHEN_NONE = frozenset({"unavailable"})
+class EpisodeHit(ReadRecord, _EpisodeHitFields):
+    """An episode recall found: what was said, where and when."""
 
+    __slots__ = ()
+
+
+class _RecallResultFields(NamedTuple):
     query: str
     as_of: str
     known_at: str | None
@@ -128,23 +120,33 @@ class RecallResult(Record):
     unavailable: list[str] | None = None  # rankers that could not answer (an embeddings endpoint down)
 
 
-@record
-class Slot(Record):
-    """One (subject, predicate) of an entity and its facts over time."""
+class RecallResult(ReadRecord, _RecallResultFields):
+    __slots__ = ()
+    _OMITTED_WHEN_NONE = frozenset({"unavailable"})
 
+
+class _SlotFields(NamedTuple):
     predicate: str
     cardinality: str
     facts: list[Fact]
 
 
-@record
-class History(Record):
+class Slot(ReadRecord, _SlotFields):
+    """One (subject, predicate) of an entity and its facts over time."""
+
+    __slots__ = ()
+
+
+class _HistoryFields(NamedTuple):
     entity: str
     slots: list[Slot]
 
 
-@record
-class EpisodeSummary(Record):
+class History(ReadRecord, _HistoryFields):
+    __slots__ = ()
+
+
+class _EpisodeSummaryFields(NamedTuple):
     id: str
     source: str
     position: int
@@ -154,10 +156,11 @@ class EpisodeSummary(Record):
     status: str
 
 
-@record
-class StoredAssertion(Record):
-    """One assertion as stored, active or not (``expired_at`` says since when not)."""
+class EpisodeSummary(ReadRecord, _EpisodeSummaryFields):
+    __slots__ = ()
 
+
+class _StoredAssertionFields(NamedTuple):
     id: int
     subject: str
     predicate: str
@@ -176,10 +179,13 @@ class StoredAssertion(Record):
     expired_at: str | None
 
 
-@record
-class EpisodeDetail(Record):
-    """One episode whole: its stored row, its assertions and the current facts it supports."""
+class StoredAssertion(ReadRecord, _StoredAssertionFields):
+    """One assertion as stored, active or not (``expired_at`` says since when not)."""
 
+    __slots__ = ()
+
+
+class _EpisodeDetailFields(NamedTuple):
     id: str
     source: str
     position: int
@@ -194,12 +200,17 @@ class EpisodeDetail(Record):
     operation_id: str | None
     extraction: str
     extraction_error: str | None  # why extraction failed, or (done) which assertions it dropped as wrong
-    assertions: list[StoredAssertion] = field(default_factory=list)
-    facts: list[Fact] = field(default_factory=list)
+    assertions: list[StoredAssertion]
+    facts: list[Fact]
 
 
-@record
-class Stats(Record):
+class EpisodeDetail(ReadRecord, _EpisodeDetailFields):
+    """One episode whole: its stored row, its assertions and the current facts it supports."""
+
+    __slots__ = ()
+
+
+class _StatsFields(NamedTuple):
     episodes: int
     episodes_undone: int
     assertions: int
@@ -211,10 +222,11 @@ class Stats(Record):
     reference_time_range: list[str | None]
 
 
-@record
-class Operation(Record):
-    """One row of the operation journal: an ingest, undo, retry, repair or rebuild."""
+class Stats(ReadRecord, _StatsFields):
+    __slots__ = ()
 
+
+class _OperationFields(NamedTuple):
     id: str
     kind: str
     at: str
@@ -224,264 +236,7 @@ class Operation(Record):
     counts: dict[str, Any]
 
 
-@record
-class FactChange(Record):
-    """A current fact that a change removes, re-opens, changes or adds."""
+class Operation(ReadRecord, _OperationFields):
+    """One row of the operation journal: an ingest, undo, retry, repair or rebuild."""
 
-    fact: str
-    subject: str | None
-    predicate: str
-    object: str | None
-    valid_at: str | None
-    invalid_at: str | None
-    compared: bool = False  # re-opened and changed facts: compared with the version before
-    invalid_at_before: str | None = None  # ...which ended here (None: it was open)
-
-    def to_json(self) -> dict[str, Any]:
-        data = super().to_json()
-        del data["compared"]
-        if not self.compared:
-            del data["invalid_at_before"]
-        return data
-
-
-@record
-class Effects(Record):
-    """What a change does to the current facts of the slots it touches."""
-
-    removed: list[FactChange] = field(default_factory=list)
-    reopened: list[FactChange] = field(default_factory=list)
-    changed: list[FactChange] = field(default_factory=list)
-    added: list[FactChange] = field(default_factory=list)
-
-    def counts(self) -> dict[str, int]:
-        return {name: len(getattr(self, name)) for name in EFFECTS}
-
-    def any(self) -> bool:
-        return any(getattr(self, name) for name in EFFECTS)
-
-
-EFFECTS = ("removed", "reopened", "changed", "added")
-
-UndoKind = Literal["episodes", "repair", "retry", "undo"]
-
-
-@record
-class UndoPlan(Record):
-    """What an undo removes and puts back; applied, or a preview.
-
-    ``kind`` says what is undone: episodes (with the readings their ingest revised), or one
-    repair, retry or undo operation (``target``).
-    """
-
-    kind: UndoKind
-    target: str | None = None
-    episodes: list[str] = field(default_factory=list)
-    revisions_reverted: list[str] = field(default_factory=list)
-    already_undone: list[str] = field(default_factory=list)
-    changed_since: list[str] = field(default_factory=list)  # episodes left as they are, changed since
-    purge: bool = False
-    effects: Effects = field(default_factory=Effects)
-    applied: bool = False
-    operation_id: str | None = None
-    # Why a purge's old pages are still in the file (a reader held an older snapshot): they
-    # are erased when the last connection to the database closes.
-    unerased: str | None = None
-
-    def __getitem__(self, key: str) -> Any:
-        if key in EFFECTS:
-            return getattr(self.effects, key)
-        if key == self.kind != "episodes":  # the JSON names the operation undone by its kind
-            return self.target
-        return super().__getitem__(key)
-
-    def to_json(self) -> dict[str, Any]:
-        head: dict[str, Any] = {"episodes": self.episodes}
-        if self.kind == "episodes":
-            head.update(revisions_reverted=self.revisions_reverted, already_undone=self.already_undone)
-        else:
-            head.update({self.kind: self.target}, already_undone=self.already_undone, changed_since=self.changed_since)
-        unerased = {"unerased": self.unerased} if self.unerased else {}
-        return {**head, "purge": self.purge, **self.effects.to_json(), "applied": self.applied,
-                "operation_id": self.operation_id, **unerased}
-
-
-class WithEffects(Record):
-    """A result that carries the ``Effects`` of its change: their keys read, and print in
-    its JSON, as the result's own (``result["added"]``), as an undo plan's do."""
-
-    effects: Effects
-
-    def __getitem__(self, key: str) -> Any:
-        return getattr(self.effects, key) if key in EFFECTS else super().__getitem__(key)
-
-    def flattened(self, data: dict[str, Any], *, last: tuple[str, ...] = ()) -> dict[str, Any]:
-        """``data`` (this record's JSON) with the effects' keys in place of ``effects``, then the keys in ``last``."""
-        return {**{k: v for k, v in data.items() if k != "effects" and k not in last}, **data["effects"],
-                **{k: data[k] for k in last}}
-
-
-@record
-class RetryResult(WithEffects):
-    episodes: list[str]  # those whose assertions were swapped
-    extractor: str
-    assertions: int
-    failures: int
-    model_calls: int
-    cache_hits: int
-    guard_changes: int
-    effects: Effects = field(default_factory=Effects)
-    failed: list[str] = field(default_factory=list)  # extraction failed: left exactly as they were
-    first_failure: str | None = None  # why the first of them failed
-    dropped: list[str] = field(default_factory=list)  # "episode: assertion: why", wrong also after a retry
-    applied: bool = False
-    operation_id: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return self.flattened(super().to_json(), last=("applied", "operation_id"))
-
-
-@record
-class MemoryAdded(WithEffects):
-    """One episode ``add_memory`` wrote: where and when it was filed, what was extracted
-    from it, and what that did to the current facts (``effects``, as an undo plan says it).
-
-    ``reference_time_source`` is ``call`` when no time was given: the episode was
-    written live and takes the time of the call. ``extraction`` is ``structured`` when
-    the facts came with it, else done, failed, or ``pending`` when the model could not
-    be reached (``llm_unavailable`` says why; ``memctl retry --failed`` extracts it later).
-    ``extraction_error`` says why it failed, or for a done one which assertions were
-    dropped as wrong (``dropped`` lists them).
-    """
-
-    _OMITTED_WHEN_NONE = frozenset({"extraction_error", "llm_unavailable", "embeddings_unavailable"})
-
-    episode_id: str
-    source: str
-    position: int
-    reference_time: str
-    reference_time_source: str
-    extraction: str
-    extractor: str | None
-    already_present: bool  # the same text at the same place was stored before: nothing changed
-    assertions: list[StoredAssertion] = field(default_factory=list)
-    effects: Effects = field(default_factory=Effects)
-    guard_changes: int = 0  # invented dates the date guard replaced or dropped
-    redactions: int = 0  # secrets replaced before it was stored (content, source, facts)
-    redacted: dict[str, int] = field(default_factory=dict)  # the same, by kind
-    operation_id: str | None = None
-    extraction_error: str | None = None
-    dropped: list[str] = field(default_factory=list)  # "assertion: why", wrong also after a retry
-    llm_unavailable: str | None = None  # why the model could not be used: the episode waits as pending
-    embeddings_unavailable: str | None = None  # why no vectors were made; `memctl embed` makes them later
-
-    def to_json(self) -> dict[str, Any]:
-        return self.flattened(super().to_json())
-
-
-@record
-class DateFix(Record):
-    """One date a repair changes."""
-
-    assertion_id: int
-    column: str  # valid_at | invalid_at
-    old: str
-    new: str | None
-    fact: str
-    reference_time: str
-
-
-@record
-class RepairResult(Record):
-    valid_at_fixed: int
-    invalid_at_cleared: int
-    skipped: dict[str, int]
-    applied: bool = False
-    operation_id: str | None = None
-    sample: list[DateFix] = field(default_factory=list)  # the first changes, for a person to check
-
-
-@record
-class RebuildResult(Record):
-    slots: int
-    facts_created: int
-    facts_expired: int
-    operation_id: str | None = None
-
-
-@record
-class IngestReport(Record):
-    """What an ingest read, skipped, stored and extracted."""
-
-    files: int = 0
-    formats: dict[str, int] = field(default_factory=dict)  # files read, by format
-    unrecognised: list[str] = field(default_factory=list)  # files that are no log memctl reads
-    empty: list[str] = field(default_factory=list)  # files with nothing in them (a session that never started)
-    episodes: int = 0
-    added: int = 0
-    reactivated: int = 0
-    revised: int = 0  # stored before, read again with more content (a session still being written)
-    already_present: int = 0
-    assertions: int = 0
-    facts_created: int = 0
-    facts_expired: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)  # records that gave no episode, by reason
-    malformed: list[str] = field(default_factory=list)  # "file:line: reason", bad input skipped
-    refused: list[str] = field(default_factory=list)  # files (or their turns) left out whole, and why
-    redactions: int = 0  # secrets replaced before anything was stored
-    redacted: dict[str, int] = field(default_factory=dict)  # the same, by kind (password, openai_key, jwt...)
-    left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted
-    cut: int = 0  # episodes whose text was cut to memctl.sources.MAX_EPISODE_CHARS
-    aider_zone: str | None = None  # the zone Aider's naive local times were read in
-    extractor: str | None = None  # what extracted assertions from episode text
-    extraction_calls: int = 0  # model calls, retries included
-    cache_hits: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    extraction_failures: int = 0
-    first_failure: str | None = None  # why the first failed extraction failed
-    guard_changes: int = 0  # invented dates the date guard replaced or dropped
-    dropped: list[str] = field(default_factory=list)  # "episode: assertion: why", wrong also after a retry
-    extracted_pending: int = 0  # episodes stored earlier as pending, extracted by this run
-    llm_unavailable: str | None = None  # why the LLM could not be used; the rest wait as pending
-    embedded: int = 0  # texts given vectors by the embeddings model
-    embeddings_unavailable: str | None = None  # why no vectors were made; the next run makes them
-    operation_id: str | None = None
-    time_range: list[str | None] = field(default_factory=lambda: [None, None])
-
-    @property
-    def partial(self) -> bool:
-        """Something was refused, unreadable or not extracted, and the rest was kept: exit code 1."""
-        return bool(self.refused or self.malformed or self.llm_unavailable or self.embeddings_unavailable
-                    or self.extraction_failures)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "partial": self.partial}
-
-    def count(self, episode: Episode) -> None:
-        self.episodes += 1
-        self.redactions += episode.redactions
-        for kind, number in episode.redacted.items():
-            self.redacted[kind] = self.redacted.get(kind, 0) + number
-        for kind, number in episode.left_out.items():
-            self.left_out[kind] = self.left_out.get(kind, 0) + number
-        self.cut += bool(episode.cut_chars)
-        low, high = self.time_range
-        self.time_range = [min(low or episode.reference_time, episode.reference_time),
-                           max(high or episode.reference_time, episode.reference_time)]
-
-    def skip(self, path: Path, item: Skipped) -> None:
-        """A record that gave no episode; bad input among them is listed for the user
-        whole, and counted by its kind (one count for a thousand bad lines of one file)."""
-        kind = _kind_of(item.reason) if item.malformed else item.reason
-        self.skipped[kind] = self.skipped.get(kind, 0) + 1
-        if item.malformed:
-            self.malformed.append(f"{path}:{item.position}: {item.reason}")
-
-
-def _kind_of(reason: str) -> str:
-    """What a malformed record's reason says before its particulars: ``bad JSON: line is
-    not valid utf-8: 'utf-8' codec can't decode byte 0x82 …`` is ``bad JSON``, and
-    ``unknown role 'bot'`` is ``unknown role``."""
-    head = reason.split(": ", 1)[0]
-    return " ".join(re.sub(r"'[^']*'|\"[^\"]*\"|\([^)]*\)|\[[^\]]*\]", " ", head).split()) or "malformed"
+    __slots__ = ()

@@ -16,7 +16,7 @@ from memctl.errors import NothingToExtract
 from memctl.extract import Extractor, reads_context
 from memctl.extract.stage import RequestBuilder, run_requests
 from memctl.model import Assertion
-from memctl.results import IngestReport, RetryResult
+from memctl.reports import IngestReport, RetryResult
 from memctl.store import episodes as store
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, tentative, transaction_time

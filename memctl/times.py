@@ -8,10 +8,8 @@ that string order is time order and SQLite can compare instants as strings.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from memctl.errors import BadInput
 
@@ -38,8 +36,7 @@ class BadInstant(ValueError):
     """Input that is not an instant; the message is fit to show a user."""
 
 
-@dataclass(frozen=True)
-class ParsedInstant:
+class ParsedInstant(NamedTuple):
     at: datetime  # aware, UTC
     precision: Precision
 
@@ -164,6 +161,8 @@ def epoch_number_to_storage(value: float | int | str) -> str:
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise BadInstant(f"time {value!r} is not a number or a string")
+    from decimal import Decimal, InvalidOperation  # here: only sources with epoch times need it
+
     try:
         number = Decimal(value.strip()) if isinstance(value, str) else Decimal(repr(value) if isinstance(value, float) else value)
     except InvalidOperation:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 from memctl import repair
 from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
-from memctl.results import Effects, FactChange, UndoKind, UndoPlan
+from memctl.reports import Effects, FactChange, UndoKind, UndoPlan
 from memctl.store import Queryable, reads
 from memctl.store import operations as journal
 from memctl.store.connection import (

@@ -202,14 +202,16 @@ def test_the_help_loads_nothing_but_the_entry_point_and_the_standard_library():
 
 def test_a_recall_loads_only_what_answers_it(tmp_path):
     """No writer (sqlite-utils, the schema's migrations, the journal that marks abandoned
-    operations), nothing of ingest or extraction; and for --json, no Typer or rich."""
+    operations), nothing of ingest or extraction; and for --json, no Typer or rich, nor
+    dataclasses (with the inspect module they import) or the reports of changes."""
     path = stored(tmp_path)
     question = "which database does billing use"
     unneeded = {"pydantic", "sqlite_utils", "openai", "jsonlines", "dateutil", "numpy", "memctl.ingest",
                 "memctl.sources", "memctl.redact", "memctl.extract.llm", "memctl.store.operations", "memctl.store.schema"}
     assert unneeded & modules_after("--db", str(path), "recall", question) == set()
     answered_before_typer = modules_after("--db", str(path), "recall", question, "--json")
-    assert (unneeded | {"typer", "click", "rich", "memctl.cli"}) & answered_before_typer == set()
+    assert (unneeded | {"typer", "click", "rich", "memctl.cli", "dataclasses", "inspect", "decimal",
+                        "memctl.reports"}) & answered_before_typer == set()
 
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=24)

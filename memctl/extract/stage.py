@@ -23,7 +23,7 @@ from memctl.extract.guard import guard, stated_dates
 from memctl.extract.prompt import CONTEXT_EPISODES, shown_context
 from memctl.model import Assertion, Episode, validation_messages
 from memctl.names import keys_in_text
-from memctl.results import IngestReport
+from memctl.reports import IngestReport
 from memctl.store import batches
 from memctl.store import episodes as store
 

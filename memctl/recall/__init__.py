@@ -70,12 +70,10 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     results: list[Fact | EpisodeHit] = []
     for (item_kind, item_id), score in best:
         item: Fact | EpisodeHit
-        if item_kind == "fact":
-            item = facts[int(item_id)]
-            item.kind = "fact"  # a mixed list says what each result is
+        if item_kind == "fact":  # a mixed list says what each result is
+            item = facts[int(item_id)]._replace(kind="fact", score=round(score, 6))
         else:
-            item = episodes[str(item_id)]
-        item.score = round(score, 6)
+            item = episodes[str(item_id)]._replace(score=round(score, 6))
         results.append(item)
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
                         unavailable=unavailable or None)

@@ -10,8 +10,8 @@ the question has nothing else. ``"Quoted phrases"`` match as phrases.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 from memctl.errors import BadInput
 
@@ -36,8 +36,7 @@ def stop_words() -> frozenset[str]:
     return frozenset(listed | {piece for word in listed for piece in _WORD.findall(word)})
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(NamedTuple):
     text: str
     words: tuple[str, ...]  # every word, in order, lower case (entity names may be stop words: "The Who")
     terms: tuple[str, ...]  # the words that search: stop words left out unless nothing else is left

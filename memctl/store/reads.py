@@ -33,9 +33,10 @@ def fact_status(invalid_at: str | None, end_reason: str | None, as_of: str) -> F
     return "superseded" if end_reason == "superseded" else "ended"
 
 
-def facts_where(db: Queryable, condition: str, params: list, *, order: str,
+def facts_where(db: Queryable, condition: str, params: list, *, order: str, status_at: str,
                 limit: int | None = None) -> list[tuple[Fact, str]]:
-    """Facts with names, each with its predicate key; ``condition`` names the facts ``f``."""
+    """Facts with names and their status at ``status_at``, each with its predicate key;
+    ``condition`` names the facts ``f``."""
     rows = db.execute(
         f"""
         SELECT f.id, f.fact, s.name, f.predicate, o.name, f.valid_at, f.invalid_at, f.end_reason, f.created_at,
@@ -51,18 +52,15 @@ def facts_where(db: Queryable, condition: str, params: list, *, order: str,
     ).fetchall()
     return [(Fact(fact_id=r[0], fact=r[1], subject=r[2], predicate=r[3], object=r[4], predicate_key=None,
                   valid_at=r[5], invalid_at=r[6], end_reason=r[7], created_at=r[8], expired_at=r[9],
-                  cardinality=r[10]), r[11]) for r in rows]
+                  cardinality=r[10], status=fact_status(r[6], r[7], status_at)), r[11]) for r in rows]
 
 
 def facts_of_subject(db: Queryable, subject_id: int, now: str) -> list[tuple[Fact, str]]:
     """Every current version of every slot of an entity, with its predicate key, by slot and time."""
     condition, params = time_window("f", known_at=None)
     facts = facts_where(db, f"{condition} AND f.subject_id = ?", [*params, subject_id],
-                        order="f.predicate_key, f.valid_at, f.id")
-    for fact, _ in facts:
-        fact.status = fact_status(fact.invalid_at, fact.end_reason, now)
-    attach_episodes(db, [fact for fact, _ in facts], None)
-    return facts
+                        order="f.predicate_key, f.valid_at, f.id", status_at=now)
+    return list(zip(with_episodes(db, [fact for fact, _ in facts], None), [key for _, key in facts], strict=True))
 
 
 def facts_of_episode(db: Queryable, episode_id: str, now: str) -> list[Fact]:
@@ -71,17 +69,14 @@ def facts_of_episode(db: Queryable, episode_id: str, now: str) -> list[Fact]:
     facts = facts_where(db, f"""{condition} AND f.id IN (
                             SELECT p.fact_id FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id
                             WHERE a.episode_id = ? AND a.expired_at IS NULL)""",
-                   [*params, episode_id], order="f.valid_at, f.id")
-    for fact, key in facts:
-        fact.predicate_key = key
-        fact.status = fact_status(fact.invalid_at, fact.end_reason, now)
-    return [fact for fact, _ in facts]
+                   [*params, episode_id], order="f.valid_at, f.id", status_at=now)
+    return [fact._replace(predicate_key=key) for fact, key in facts]
 
 
-def attach_episodes(db: Queryable, facts: list[Fact], known_at: str | None) -> None:
-    """Each fact's supporting episodes, as they stood at ``known_at`` (or now)."""
+def with_episodes(db: Queryable, facts: list[Fact], known_at: str | None) -> list[Fact]:
+    """The facts, each with its supporting episodes as they stood at ``known_at`` (or now)."""
     if not facts:
-        return
+        return []
     condition, params = time_window("a", known_at=known_at)
     rows = []
     for chunk, marks in in_chunks([f.fact_id for f in facts]):
@@ -98,8 +93,7 @@ def attach_episodes(db: Queryable, facts: list[Fact], known_at: str | None) -> N
         episodes = by_fact.setdefault(fact_id, [])
         if episode_id not in episodes:
             episodes.append(episode_id)
-    for fact in facts:
-        fact.episodes = by_fact.get(fact.fact_id, [])
+    return [fact._replace(episodes=by_fact.get(fact.fact_id, [])) for fact in facts]
 
 
 def ids_with_prefix(db: Queryable, table: str, prefix: str) -> list[str]:
@@ -171,14 +165,12 @@ def episode(db: Queryable, episode_id: str, now: str) -> EpisodeDetail:
         """SELECT id, source, position, source_id, format, content, content_hash, reference_time,
                   reference_time_source, status, created_at, operation_id, extraction, extraction_error
            FROM episodes WHERE id = ?""", [episode_id]).fetchone()
-    detail = EpisodeDetail(*row)
-    detail.assertions = [StoredAssertion(*a) for a in db.execute(
+    assertions = [StoredAssertion(*a) for a in db.execute(
         """SELECT id, subject, predicate, object, fact, valid_at, valid_at_evidence, valid_at_precision,
                   invalid_at, invalid_at_evidence, invalid_at_precision, cardinality, extractor, extracted_at,
                   created_at, expired_at
            FROM assertions WHERE episode_id = ? ORDER BY created_at, ordinal""", [episode_id]).fetchall()]
-    detail.facts = facts_of_episode(db, episode_id, now)
-    return detail
+    return EpisodeDetail._make([*row, assertions, facts_of_episode(db, episode_id, now)])
 
 
 def entity_named(db: Queryable, name_key: str) -> tuple[int, str] | None:

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from memctl.results import EpisodeHit, Fact
 from memctl.store import Queryable, in_chunks
-from memctl.store.reads import attach_episodes, fact_status, facts_where, time_window
+from memctl.store.reads import facts_where, time_window, with_episodes
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(NamedTuple):
     """Where on both time axes recall looks."""
 
     as_of: str  # facts valid then, episodes said by then
@@ -250,13 +249,11 @@ def scratch_bm25(texts: dict[int, str], matches: list[str]) -> list[dict[int, fl
 
 def facts_by_id(db: Queryable, fact_ids: list[int], window: Window) -> dict[int, Fact]:
     """The facts, with names, status at ``as_of`` and supporting episodes as held at ``known_at``."""
-    found: dict[int, Fact] = {}
+    found: list[Fact] = []
     for chunk, marks in in_chunks(fact_ids):
-        for fact, _ in facts_where(db, f"f.id IN ({marks})", chunk, order="f.id"):
-            fact.status = fact_status(fact.invalid_at, fact.end_reason, window.as_of)
-            found[fact.fact_id] = fact
-    attach_episodes(db, list(found.values()), window.known_at)
-    return found
+        found += [fact for fact, _ in facts_where(db, f"f.id IN ({marks})", chunk, order="f.id",
+                                                  status_at=window.as_of)]
+    return {fact.fact_id: fact for fact in with_episodes(db, found, window.known_at)}
 
 
 SNIPPET_WORDS = 24
@@ -276,7 +273,7 @@ def episodes_by_id(db: Queryable, episode_ids: list[str], match: str) -> dict[st
             f"""SELECT e.id, snippet(episodes_fts, 0, '**', '**', '…', {SNIPPET_WORDS})
                 FROM episodes_fts JOIN episodes e ON e.text_id = episodes_fts.rowid
                 WHERE episodes_fts MATCH ? AND e.id IN ({marks})""", [match, *chunk]):
-            found[episode_id].snippet = snippet
+            found[episode_id] = found[episode_id]._replace(snippet=snippet)
     return found
 
 
