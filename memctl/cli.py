@@ -550,13 +550,24 @@ def _print_undo(plan) -> None:
         console.print(f"left as they are, changed since the {kind}: {', '.join(plan.changed_since)}")
 
 
+EFFECTS_ON_A_TERMINAL = 50  # rows of each effect; a pipe (and --json) gets every one
+
+
 def _effects_table(title: str, effects):
-    """What a change does to the current facts, as undo and retry report it."""
+    """What a change does to the current facts, as undo and retry report it. On a
+    terminal, the first rows of each effect and how many more: an undo of a whole ingest
+    changes hundreds of thousands of facts, which no one reads as a table."""
     from memctl.reports import EFFECTS
 
-    rows = [[effect, row.fact, f"{_day(row.valid_at)} → {_day(row.invalid_at_before if row.compared else row.invalid_at)}",
-             f"→ {_day(row.invalid_at)}" if effect != "removed" else ""]
-            for effect in EFFECTS for row in getattr(effects, effect)]
+    shown = EFFECTS_ON_A_TERMINAL if sys.stdout.isatty() else None
+    rows = []
+    for effect in EFFECTS:
+        changes = getattr(effects, effect)
+        rows += [[effect, row.fact,
+                  f"{_day(row.valid_at)} → {_day(row.invalid_at_before if row.compared else row.invalid_at)}",
+                  f"→ {_day(row.invalid_at)}" if effect != "removed" else ""] for row in changes[:shown]]
+        if shown is not None and len(changes) > shown:
+            rows.append([effect, f"… {len(changes) - shown} more (--json lists every one)", "", ""])
     return _table(title, ["effect", "fact", "valid", "now ends"], rows)
 
 

@@ -168,7 +168,10 @@ def _print_json(data) -> None:
         data = [item.to_json() for item in data]
     elif not isinstance(data, dict):
         data = data.to_json()
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    # Written as it is encoded: an undo of a whole ingest lists its 780k changes, and the
+    # text of them at once would double what the process holds.
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
 
 
 # Exit codes by error class, most specific first: 1 when the rest of the work was kept

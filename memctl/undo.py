@@ -41,7 +41,7 @@ from memctl.store.episodes import (
     revert_revisions,
     revert_undo,
 )
-from memctl.store.facts import SlotChanges, entity_names, fact_shape
+from memctl.store.facts import FactVersion, OperationChanges, SlotChanges, entity_names
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -154,7 +154,7 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
     episodes its batches took out, and its effects are what all of them did together.
     """
     batch_transaction = write_transaction if command is not None else _in_callers_transaction
-    changes = SlotChanges()
+    changes = OperationChanges()
     entry = None
     # Read before the write lock: a whole ingest's 333k episodes take seconds to look up,
     # which the first batch would hold the lock for. Read again under the lock only if
@@ -266,7 +266,7 @@ def _undo_operation(db: Database, clock: Clock, operation_id: str, kind: UndoKin
     return plan
 
 
-def effects(db: Database, changes: SlotChanges) -> Effects:
+def effects(db: Database, changes: SlotChanges | OperationChanges) -> Effects:
     """Sort what a change did to current facts (the versions it expired and inserted)
     into what a user reads in a plan.
 
@@ -275,27 +275,31 @@ def effects(db: Database, changes: SlotChanges) -> Effects:
     text; added: a fact that appears (a value split by the removed one, rejoined). A
     version expired and put back the same by a later batch of one operation is no change.
     """
-    def key(row: dict) -> tuple:
-        return (row["subject_id"], row["predicate_key"], row["object_id"], row["valid_at"])
+    if isinstance(changes, SlotChanges):
+        changes = OperationChanges().absorb(changes)
 
-    old_by_key = {key(row): row for row in changes.expired}
-    new_by_key = {key(row): row for row in changes.inserted}
-    for k in [k for k, row in old_by_key.items() if k in new_by_key and fact_shape(new_by_key[k]) == fact_shape(row)]:
+    def key(version: FactVersion) -> tuple:
+        return (version.subject_id, version.predicate_key, version.object_id, version.valid_at)
+
+    old_by_key = {key(version): version for version in changes.expired}
+    new_by_key = {key(version): version for version in changes.inserted}
+    for k in [k for k, old in old_by_key.items() if k in new_by_key and new_by_key[k].same_fact(old)]:
         del old_by_key[k], new_by_key[k]
-    names = entity_names(db, {id_ for row in [*old_by_key.values(), *new_by_key.values()]
-                              for id_ in (row["subject_id"], row["object_id"])})
+    names = entity_names(db, {id_ for version in [*old_by_key.values(), *new_by_key.values()]
+                              for id_ in (version.subject_id, version.object_id)})
 
-    def describe(row: dict, old: dict | None = None) -> FactChange:
-        return FactChange(fact=row["fact"], subject=names.get(row["subject_id"]), predicate=row["predicate"],
-                          object=names.get(row["object_id"]), valid_at=row["valid_at"], invalid_at=row["invalid_at"],
-                          compared=old is not None, invalid_at_before=None if old is None else old["invalid_at"])
+    def describe(version: FactVersion, old: FactVersion | None = None) -> FactChange:
+        return FactChange(fact=version.fact, subject=names.get(version.subject_id), predicate=version.predicate,
+                          object=names.get(version.object_id), valid_at=version.valid_at,
+                          invalid_at=version.invalid_at, compared=old is not None,
+                          invalid_at_before=None if old is None else old.invalid_at)
 
     result = Effects()
     for k, old in old_by_key.items():
         new = new_by_key.get(k)
         if new is None:
             result.removed.append(describe(old))
-        elif new["invalid_at"] is None and old["invalid_at"] is not None:
+        elif new.invalid_at is None and old.invalid_at is not None:
             result.reopened.append(describe(new, old))
         else:
             result.changed.append(describe(new, old))

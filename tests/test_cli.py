@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -295,6 +296,21 @@ def test_undo_of_a_large_file_by_source(cli, tmp_path):
     done = cli("undo", "--source", big, "--apply", "--json").json()
     assert len(done["episodes"]) == 1200 and len(done["removed"]) == 1200
     assert cli("stats", "--json").json()["assertions"] == 0
+
+
+def test_an_undo_on_a_terminal_shows_the_first_rows_of_each_effect_and_a_pipe_every_row(cli, tmp_path, monkeypatch):
+    from memctl.cli import EFFECTS_ON_A_TERMINAL
+
+    facts = EFFECTS_ON_A_TERMINAL + 7
+    many = write_jsonl(tmp_path / "many.jsonl", [
+        line(f"2024-01-01T00:00:{i:02d}Z", fact(f"svc{i}", "uses", f"lib{i}")) for i in range(facts)])
+    assert cli("ingest", many).code == 0
+    piped = cli("undo", "--source", many)
+    assert piped.out.count("\nremoved\t") == facts and "more" not in piped.out
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    shown = cli("undo", "--source", many)
+    assert shown.code == 0 and shown.out.count("│ removed") == EFFECTS_ON_A_TERMINAL + 1
+    assert "… 7 more" in shown.out  # the rest of the line folds in a narrow column
 
 
 def test_empty_and_blank_files_hold_no_episodes(cli, tmp_path):

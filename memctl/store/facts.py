@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from memctl.resolve import ResolvedFact, SlotAssertion, Sweep, resolve_slot, slot_cardinality
 from memctl.store import in_chunks
@@ -49,30 +49,50 @@ class SlotChanges:
     expired: list[dict] = field(default_factory=list)
     inserted: list[dict] = field(default_factory=list)
 
-    def absorb(self, later: SlotChanges) -> None:
-        """Add a later recomputation of the same operation: a row it inserted and a later
-        batch expired again was never there for anyone outside the operation. Rows are
-        kept as ``_summary`` has them: an undo of a 334k-episode ingest holds 1.3M."""
+
+class FactVersion(NamedTuple):
+    """What a plan reads of a fact version (``undo.effects``). A tuple, with the words that
+    repeat from version to version shared rather than copied: an undo of a whole
+    334k-episode ingest holds 1.3M of them, 1.2 GB as the rows were read."""
+
+    id: int
+    subject_id: int
+    predicate: str
+    predicate_key: str
+    object_id: int
+    fact: str
+    cardinality: str
+    valid_at: str
+    invalid_at: str | None
+    end_reason: str | None
+
+    @classmethod
+    def of(cls, row: dict) -> FactVersion:
+        end_reason = row["end_reason"]
+        return cls(row["id"], row["subject_id"], sys.intern(row["predicate"]), sys.intern(row["predicate_key"]),
+                   row["object_id"], row["fact"], sys.intern(row["cardinality"]), row["valid_at"], row["invalid_at"],
+                   None if end_reason is None else sys.intern(end_reason))
+
+    def same_fact(self, other: FactVersion) -> bool:
+        """The same fact, as ``fact_shape`` compares them."""
+        return fact_shape(self._asdict()) == fact_shape(other._asdict())
+
+
+@dataclass
+class OperationChanges:
+    """What the recomputations of one operation (a batch each) did to fact versions together."""
+
+    expired: list[FactVersion] = field(default_factory=list)
+    inserted: list[FactVersion] = field(default_factory=list)
+
+    def absorb(self, later: SlotChanges) -> OperationChanges:
+        """Add the operation's next recomputation: a version an earlier batch inserted and
+        a later one expired was never there for anyone outside the operation."""
         gone = {row["id"] for row in later.expired}
-        ours = {row["id"] for row in self.inserted}
-        self.inserted = [row for row in self.inserted if row["id"] not in gone] + [_summary(r) for r in later.inserted]
-        self.expired += [_summary(row) for row in later.expired if row["id"] not in ours]
-
-
-# What a plan reads of a fact version (``undo.effects``), and of those the words that
-# repeat from row to row, shared rather than a copy per row: half the memory of the row
-# as read (ten keys fit a smaller dict than twelve), 1.2 GB at 1.3M versions before.
-_SUMMARY = ("id", "subject_id", "predicate", "predicate_key", "object_id", "fact", "cardinality", "valid_at",
-            "invalid_at", "end_reason")
-_REPEATED = ("predicate", "predicate_key", "cardinality", "end_reason")
-
-
-def _summary(row: dict) -> dict:
-    summary = {name: row[name] for name in _SUMMARY}
-    for name in _REPEATED:
-        if summary[name] is not None:
-            summary[name] = sys.intern(summary[name])
-    return summary
+        ours = {version.id for version in self.inserted}
+        self.inserted = [v for v in self.inserted if v.id not in gone] + [FactVersion.of(r) for r in later.inserted]
+        self.expired += [FactVersion.of(row) for row in later.expired if row["id"] not in ours]
+        return self
 
 
 @dataclass
