@@ -20,6 +20,7 @@ back by episode or by operation like anything ingested.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memctl import times
@@ -31,8 +32,8 @@ from memctl.model import Episode, content_hash
 from memctl.redact import redact_into
 from memctl.reports import IngestReport, MemoryAdded
 from memctl.sources import MEMORY_FORMAT, cut
+from memctl.store import cache, reads
 from memctl.store import operations as journal
-from memctl.store import reads
 from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.episodes import recompute, sort_new, store_episodes
 from memctl.undo import effects
@@ -57,15 +58,24 @@ def add_memory(db: Database, clock: Clock, content: str, *, reference_time: str 
             run_requests(extractor, [request], {episode.id: episode}, report)
         except LLMUnavailable as error:  # stored all the same; `memctl retry --failed` extracts it later
             report.llm_unavailable = str(error)
-    result = MemoryAdded(episode_id=episode.id, source=episode.source, position=episode.position,
-                         reference_time=episode.reference_time, reference_time_source=episode.reference_time_source,
-                         extraction=episode.extraction, extraction_error=episode.extraction_error,
-                         extractor=report.extractor, already_present=False, guard_changes=report.guard_changes,
-                         redactions=episode.redactions, redacted=episode.redacted,
-                         llm_unavailable=report.llm_unavailable,
-                         dropped=[line.removeprefix(f"{episode.id}: ") for line in report.dropped])
-    command = {"add_memory": {"source": episode.source, "reference_time": reference_time}, "extractor": result.extractor}
+    dropped = [line.removeprefix(f"{episode.id}: ") for line in report.dropped]
+    command = {"add_memory": {"source": episode.source, "reference_time": reference_time}, "extractor": report.extractor}
     with write_transaction(db):
+        # The position was read before the lock, so that a model's reply is not waited
+        # for holding it; another process may have filed a memory there since (two
+        # agents' servers on one file). This one takes the next free position, as it
+        # would have had it come second: its id, which hashes the position, with it.
+        position = reads.next_position(db, episode.source)
+        if position != episode.position:
+            moved = replace(episode, position=position)
+            cache.refile(db, episode.id, moved.id)
+            episode = moved
+        result = MemoryAdded(episode_id=episode.id, source=episode.source, position=episode.position,
+                             reference_time=episode.reference_time, reference_time_source=episode.reference_time_source,
+                             extraction=episode.extraction, extraction_error=episode.extraction_error,
+                             extractor=report.extractor, already_present=False, guard_changes=report.guard_changes,
+                             redactions=episode.redactions, redacted=episode.redacted,
+                             llm_unavailable=report.llm_unavailable, dropped=dropped)
         at = transaction_time(db, clock)
         added = sort_new(db, [episode])
         result.already_present = not added.to_store

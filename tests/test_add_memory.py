@@ -3,6 +3,8 @@ facts stored as given or extracted as an ingest's are; bad input stores nothing.
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from memctl import BadInput, Memory, build_extractor
@@ -136,3 +138,36 @@ def test_a_model_sees_the_sources_earlier_memories_and_the_rules_no_context_at_a
     assert asked.context == ("Billing runs on MySQL.",) and asked.predicates == ("uses database",)
     [read] = rules.requests  # its queries would cost a live memory more than the extraction
     assert (read.text, read.context, read.predicates) == ("Postgres it is.", (), ())
+
+
+def test_a_memory_filed_at_its_source_while_this_one_was_extracted_makes_this_one_the_next(tmp_path, clock):
+    """Two agents' servers on one file: the other files a memory at the same source
+    between this call's look at the next free position and its write."""
+    path = tmp_path / "shared.db"
+    mine, theirs = Memory.open(path, clock), Memory.open(path, clock)
+    rules = build_extractor("rules", clock=clock)
+
+    class Meanwhile:
+        """The rules, while another process files a memory and a model's reply is cached."""
+
+        name = "rules"
+
+        def extract(self, requests):
+            theirs.add_memory("Payments moved to Stripe.", reference_time="2025-05-01")
+            with sqlite3.connect(path) as cache:  # as the LLM extractor keeps a reply it paid for
+                cache.execute("INSERT INTO llm_cache (key, response, created_at, episode_id) VALUES (?, ?, ?, ?)",
+                              ["k", "reply", "2026-01-01T00:00:00.000000Z", requests[0].episode_id])
+            yield from rules.extract(requests)
+
+    added = mine.add_memory("We use Postgres for billing.", reference_time="2025-05-02",
+                            extractor=Meanwhile())
+    assert added.position == 2 and added.assertions
+    assert sorted(e.position for e in mine.episodes()) == [1, 2]
+    assert mine.show(added.episode_id).position == 2
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT episode_id FROM llm_cache").fetchall() == [(added.episode_id,)]
+    mine.undo([added.episode_id], apply=True, purge=True)
+    with sqlite3.connect(path) as db:  # purged with its episode: nothing of its text is left
+        assert db.execute("SELECT count(*) FROM llm_cache").fetchone() == (0,)
+    mine.close()
+    theirs.close()

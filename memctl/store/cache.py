@@ -27,3 +27,9 @@ class ResponseCache:
             "INSERT OR REPLACE INTO llm_cache (key, response, created_at, episode_id) VALUES (?, ?, ?, ?)",
             [key, text, self.now(), episode_id],
         )
+
+
+def refile(db: Database, old_episode_id: str, new_episode_id: str) -> None:
+    """The replies cached for an episode filed under the id it is stored with after all,
+    so that a purge of it erases them too."""
+    db.execute("UPDATE llm_cache SET episode_id = ? WHERE episode_id = ?", [new_episode_id, old_episode_id])
