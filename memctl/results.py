@@ -55,7 +55,7 @@ class ReadRecord:
     def __getitem__(self: Any, key: Any) -> Any:
         if not isinstance(key, str):
             return tuple.__getitem__(self, key)
-        if key.startswith("_") or not hasattr(self, key):
+        if key not in self._fields:  # a field, not a tuple's method ("count", "index")
             raise KeyError(key)
         return getattr(self, key)
 

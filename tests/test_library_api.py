@@ -75,6 +75,20 @@ def test_plans_say_their_kind_and_print_as_the_cli_prints_them(filled, clock):
         assert json.loads(json.dumps(record.to_json())) == record.to_json()
 
 
+def test_what_a_read_returns_is_a_snapshot_read_by_name_or_position(filled):
+    fact = filled.recall("which database does billing use", kind="fact").results[0]
+    assert fact["valid_at"] == fact.valid_at and fact[0] == fact.fact_id and fact["kind"] == "fact"
+    with pytest.raises(KeyError):
+        fact["count"]  # a tuple's method, not a field
+    with pytest.raises(KeyError):
+        fact["_fields"]
+    with pytest.raises(AttributeError):
+        fact.score = 1.0  # type: ignore[misc]
+    rescored = fact._replace(score=None)
+    assert rescored.score is None and fact.score is not None  # a changed copy; the answer stays as given
+    assert "score" not in rescored.to_json() and list(fact.to_json())[0] == "kind"
+
+
 def test_the_package_exports_the_api_and_imports_nothing_heavy_until_asked():
     assert memctl.Memory is Memory and "Memory" in memctl.__all__
     with pytest.raises(AttributeError):
