@@ -12,7 +12,8 @@ Three families of rules, tried in this order:
   A shape must stand alone: ``sk-…`` inside a URL slug, a path or an identifier is no key.
 - **Places**: where credentials sit whatever their form: a URL's password or token
   (``scheme://user:pass@host``), ``Authorization:`` and ``Bearer``, ``curl -u user:pass``,
-  ``--password=…``, ``.netrc``.
+  ``--password=…``, ``.netrc``, and a password said in a sentence (``the password is …``)
+  when the value looks made up.
 - **Names**: ``KEY=value`` / ``key: value`` / ``"key": "value"`` where the key's name ends
   in a secret's word (PASSWORD, PASS, PWD, SECRET, TOKEN, API_KEY, ACCESS_KEY,
   PRIVATE_KEY...), with any prefix.
@@ -98,6 +99,16 @@ def _random(value: str) -> bool:
     if _SLUG.search(value):
         return False
     return (has_digit and (has_lower or has_upper)) or (has_lower and has_upper and len(value) >= 16)
+
+
+_SYMBOLS = frozenset("!@#$%^&*+=?~|<>/\\")
+
+
+def _made_up(value: str) -> bool:
+    """A password a person chose rather than a word of the sentence: letters with digits,
+    or letters with a symbol (``P@ssw0rd``, ``Tr0ub4dor&3``; not ``e-mailed``)."""
+    return _random(value) or (any(c.isalpha() for c in value) and any(c in _SYMBOLS for c in value)
+                              and len(value) >= 8)
 
 
 # --- rules ----------------------------------------------------------------------------------
@@ -262,6 +273,13 @@ _PLACES = [
                                    + _VALUE),
     _place("password", ("redis-cli", "sshpass"), r"(?:redis-cli\b[^\n]*?\s-a|sshpass\s+-p)\s*" + _VALUE),
     _place("password", ("machine",), r"machine\s+\S+\s+login\s+\S+\s+password\s+(?P<secret>\S+)"),
+    # Said in a sentence: "the staging password is Tr0ub4dor&3.", "the password for the admin
+    # account was hunter22", "log in with password hunter22". Only a value that looks made
+    # up counts: a sentence goes on in words ("the password is stored in Vault").
+    _place("password", ("password", "passphrase", "passcode"),
+           r"\b(?:password|passphrase|passcode)(?:(?:\s+(?:for|of|to|on)\s+[^\n.,;:!?\"'`]{1,40}?)?"
+           r"\s+(?:is|was|will\s+be|would\s+be|=)\s+(?:now\s+|still\s+)?|\s+)[\"'`]?"
+           r"(?P<secret>[^\s\"'`]{6,}?)[\"'`]?(?=[.,;:!?)]*(?:\s|\Z))", check=_made_up, case_blind=True),
 ]
 
 # A secret's word at the end of a key's name. The longer names come first, so that a key

@@ -45,6 +45,12 @@ def test_each_secret_goes_and_its_name_stays(plant):
     ('{\\"api_key\\": \\"Zk29fjs8Qw0pLm\\"}', '{\\"api_key\\": \\"[REDACTED:api_key]\\"}'),
     ("docker run -e POSTGRES_PASSWORD=Xq7pLm2vRt9w postgres", "docker run -e POSTGRES_PASSWORD=[REDACTED:password] postgres"),
     ('$env:DB_PASSWORD = "Xq7pLm2vRt9w"', '$env:DB_PASSWORD = "[REDACTED:password]"'),
+    # said in a sentence, as a chat log holds it
+    ("The staging DB password is Tr0ub4dor&3.", "The staging DB password is [REDACTED:password]."),
+    ("the password for the admin account was hunter22, use it", "the password for the admin account was "
+                                                                 "[REDACTED:password], use it"),
+    ("log in with password hunter22 and change it", "log in with password [REDACTED:password] and change it"),
+    ("the wifi passphrase is now 'Gr33n-Tea!'", "the wifi passphrase is now '[REDACTED:password]'"),
 ])
 def test_only_the_value_is_replaced(text, expected):
     assert redact(text)[0] == expected
@@ -90,6 +96,9 @@ def test_only_the_value_is_replaced(text, expected):
     "my_sk-abcdefghijklmnopqrstuvwxyz123",
     # words about secrets
     "the password field must be at least 12 characters",
+    "the password is stored in Vault and rotated every 90 days",
+    "the password for user42 is e-mailed to them",
+    "password reset links expire after 24 hours",
     "we use bearer tokens for auth",
     "AKIA is the prefix AWS uses for access keys",
     "ghp_ tokens are GitHub's personal tokens",
