@@ -12,8 +12,8 @@ Three families of rules, tried in this order:
   A shape must stand alone: ``sk-…`` inside a URL slug, a path or an identifier is no key.
 - **Places**: where credentials sit whatever their form: a URL's password or token
   (``scheme://user:pass@host``), ``Authorization:`` and ``Bearer``, ``curl -u user:pass``,
-  ``--password=…``, ``.netrc``, and a password said in a sentence (``the password is …``)
-  when the value looks made up.
+  ``--password=…``, ``.netrc``, and a password or API key said in a sentence (``the
+  password is …``) when the value looks made up.
 - **Names**: ``KEY=value`` / ``key: value`` / ``"key": "value"`` where the key's name ends
   in a secret's word (PASSWORD, PASS, PWD, SECRET, TOKEN, API_KEY, ACCESS_KEY,
   PRIVATE_KEY...), with any prefix.
@@ -175,6 +175,17 @@ def _place(kind: str, triggers: tuple[str, ...], regex: str, *, check: Callable[
     return _Rule(triggers, re.compile(regex), judge, in_token=in_token)
 
 
+def _said(kind: str, triggers: tuple[str, ...], words: str, shortest: int) -> _Rule:
+    """A credential said in a sentence (``the password for X is VALUE``, ``with password
+    VALUE``). Only a value that looks made up counts: a sentence goes on in words (``the
+    password is stored in Vault``), and the first words after the name are what is tried."""
+    return _place(kind, triggers,
+                  rf"\b(?:{words})(?:(?:\s+(?:for|of|to|on)\s+[^\n.,;:!?\"'`]{{1,40}}?)?"
+                  r"\s+(?:is|was|will\s+be|would\s+be|=)\s+(?:now\s+|still\s+)?|\s+)[\"'`]?"
+                  rf"(?P<secret>[^\s\"'`]{{{shortest},}}?)[\"'`]?(?=[.,;:!?)]*(?:\s|\Z))", check=_made_up,
+                  case_blind=True)
+
+
 _SHAPES = [
     # The block to its END line, whatever its armour headers hold; cut short (a truncated
     # paste), to the end of its base64. A BEGIN line alone (a constant in a parser) has no
@@ -274,12 +285,10 @@ _PLACES = [
     _place("password", ("redis-cli", "sshpass"), r"(?:redis-cli\b[^\n]*?\s-a|sshpass\s+-p)\s*" + _VALUE),
     _place("password", ("machine",), r"machine\s+\S+\s+login\s+\S+\s+password\s+(?P<secret>\S+)"),
     # Said in a sentence: "the staging password is Tr0ub4dor&3.", "the password for the admin
-    # account was hunter22", "log in with password hunter22". Only a value that looks made
-    # up counts: a sentence goes on in words ("the password is stored in Vault").
-    _place("password", ("password", "passphrase", "passcode"),
-           r"\b(?:password|passphrase|passcode)(?:(?:\s+(?:for|of|to|on)\s+[^\n.,;:!?\"'`]{1,40}?)?"
-           r"\s+(?:is|was|will\s+be|would\s+be|=)\s+(?:now\s+|still\s+)?|\s+)[\"'`]?"
-           r"(?P<secret>[^\s\"'`]{6,}?)[\"'`]?(?=[.,;:!?)]*(?:\s|\Z))", check=_made_up, case_blind=True),
+    # account was hunter22", "log in with password hunter22", "the API key is 3f9a…". Not
+    # "token": logs say "token usage", "token colours", "Token <code>" (19 in the real logs).
+    _said("password", ("password", "passphrase", "passcode"), r"password|passphrase|passcode", 6),
+    _said("api_key", ("api key", "api-key", "apikey"), r"api[ \-]?key", 12),
 ]
 
 # A secret's word at the end of a key's name. The longer names come first, so that a key

@@ -51,6 +51,7 @@ def test_each_secret_goes_and_its_name_stays(plant):
                                                                  "[REDACTED:password], use it"),
     ("log in with password hunter22 and change it", "log in with password [REDACTED:password] and change it"),
     ("the wifi passphrase is now 'Gr33n-Tea!'", "the wifi passphrase is now '[REDACTED:password]'"),
+    ("our API key for staging is zq81LmP0xx9w2k.", "our API key for staging is [REDACTED:api_key]."),
 ])
 def test_only_the_value_is_replaced(text, expected):
     assert redact(text)[0] == expected
@@ -99,6 +100,8 @@ def test_only_the_value_is_replaced(text, expected):
     "the password is stored in Vault and rotated every 90 days",
     "the password for user42 is e-mailed to them",
     "password reset links expire after 24 hours",
+    "the api key is stored in 1Password",
+    "the token is expired, so the token usage shows 12345abcdefgh",  # "token": too common a word in logs
     "we use bearer tokens for auth",
     "AKIA is the prefix AWS uses for access keys",
     "ghp_ tokens are GitHub's personal tokens",
