@@ -10,6 +10,7 @@ command loads only what it uses.
 # start-up, and strings cost an eval each (280 of them, 10 ms of every command).
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -835,9 +836,30 @@ def mcp(
 
         raise MissingExtra("memctl mcp", "mcp") from None
     address = _host_and_port(http) if http is not None else None
+    token = os.environ.get(MCP_TOKEN_VARIABLE) or None
+    if address is not None and token is None and not _loopback(address[0]):
+        raise BadInput(f"--http {address[0]} would let anyone who can reach it read and change this memory; "
+                       f"set {MCP_TOKEN_VARIABLE} to a secret that clients send as a bearer token, "
+                       "or serve on 127.0.0.1")
     timeout = _checked(extractor, concurrency, timeout)
     memory = _memory(must_exist=False, embeddings_model=embeddings_model)
-    serve(memory, _extractor(memory, extractor, model, concurrency, timeout), http=address)
+    serve(memory, _extractor(memory, extractor, model, concurrency, timeout), http=address, token=token)
+
+
+# In the environment, not a flag: a command line is visible to every user of the machine (ps).
+MCP_TOKEN_VARIABLE = "MEMCTL_MCP_TOKEN"
+
+
+def _loopback(host: str) -> bool:
+    """Only this machine can reach ``host``: localhost or a loopback address."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
 
 
 def _host_and_port(value: str) -> tuple[str, int]:

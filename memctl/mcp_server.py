@@ -21,11 +21,14 @@ command imports it.
 
 from __future__ import annotations
 
+import hmac
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from typing import Annotated, Any
 
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -77,9 +80,29 @@ def _id_of(kind: str, prefix: str, value: str, other_tool: str) -> str:
     return value
 
 
-def build_server(memory: Memory, extractor: Extractor | None) -> MCPServer:
-    """The server's tools over ``memory``; ``add_memory`` extracts text with ``extractor``."""
-    server: MCPServer = MCPServer("memctl", instructions=INSTRUCTIONS, version=version("memctl"), log_level="WARNING")
+class OneToken:
+    """Lets in a request that carries ``Authorization: Bearer <token>``, the one token the
+    server was started with (``MEMCTL_MCP_TOKEN``); the SDK answers any other with 401."""
+
+    def __init__(self, token: str):
+        self.token = token
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if not hmac.compare_digest(token.encode(), self.token.encode()):  # in constant time
+            return None
+        return AccessToken(token=token, client_id="memctl", scopes=[])
+
+
+def build_server(memory: Memory, extractor: Extractor | None, *, token: str | None = None,
+                 url: str | None = None) -> MCPServer:
+    """The server's tools over ``memory``; ``add_memory`` extracts text with ``extractor``.
+    With ``token``, served over HTTP at ``url``, every request must carry it as a bearer token."""
+    # The SDK's resource-server settings: this server is its own issuer, as no
+    # authorization server hands out this token; the user does.
+    auth = None if token is None else AuthSettings.model_validate(
+        {"issuer_url": url, "resource_server_url": url, "validate_token_resource": False})  # one token, for this server
+    server: MCPServer = MCPServer("memctl", instructions=INSTRUCTIONS, version=version("memctl"), log_level="WARNING",
+                                  token_verifier=None if token is None else OneToken(token), auth=auth)
 
     @server.tool(annotations=ADDS)
     def add_memory(
@@ -159,11 +182,15 @@ def build_server(memory: Memory, extractor: Extractor | None) -> MCPServer:
     return server
 
 
-def serve(memory: Memory, extractor: Extractor | None, *, http: tuple[str, int] | None = None) -> None:
-    """Serve until the client goes away: over stdio, or streamable HTTP at ``http`` (host, port)."""
-    server = build_server(memory, extractor)
-    where = f"http://{http[0]}:{http[1]}/mcp" if http else "stdio"
-    print(f"memctl: serving {memory.connections.path} over MCP ({where})", file=sys.stderr, flush=True)
+def serve(memory: Memory, extractor: Extractor | None, *, http: tuple[str, int] | None = None,
+          token: str | None = None) -> None:
+    """Serve until the client goes away: over stdio, or streamable HTTP at ``http`` (host,
+    port), where ``token`` (if given) must come with every request."""
+    host = None if http is None else f"[{http[0]}]" if ":" in http[0] else http[0]
+    where = "stdio" if http is None else f"http://{host}:{http[1]}/mcp"
+    server = build_server(memory, extractor, token=token, url=None if http is None else where)
+    locked = "" if http is None else ", a bearer token required" if token else ", no token required"
+    print(f"memctl: serving {memory.connections.path} over MCP ({where}{locked})", file=sys.stderr, flush=True)
     if http is None:
         server.run("stdio")
     else:

@@ -246,6 +246,62 @@ def test_a_bad_http_address_is_bad_usage(cli):
     assert run.code == 2 and "--http takes [HOST:]PORT" in run.err
 
 
+def test_http_on_an_address_others_reach_needs_a_token(cli, monkeypatch, db_path):
+    monkeypatch.delenv("MEMCTL_MCP_TOKEN", raising=False)
+    for host in ("0.0.0.0", "192.168.1.20", "[::]", "memory.example.com"):
+        run = cli("mcp", "--http", f"{host}:8765")
+        assert run.code == 2 and "set MEMCTL_MCP_TOKEN" in run.err, host
+    assert not db_path.exists()  # refused before anything was opened
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def post(url: str, token: str | None) -> int:
+    """The HTTP status of an MCP initialize request, with ``token`` as a bearer token if given."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, json.dumps(INITIALIZE).encode(), headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+def test_http_with_a_token_answers_only_requests_that_carry_it(tmp_path):
+    import os
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "MEMCTL_MCP_TOKEN": "s3cret-token-for-the-test"}
+    server = subprocess.Popen([sys.executable, "-m", "memctl", "--db", str(tmp_path / "m.db"), "mcp", "--http",
+                               f"127.0.0.1:{port}", "--extractor", "rules"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "a bearer token required" in (server.stderr.readline() if server.stderr else "")
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(100):  # until it listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert post(url, None) == 401
+        assert post(url, "s3cret-token-for-the-tesT") == 401
+        assert post(url, "s3cret-token-for-the-test") == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 class HeldModel(FakeOpenAIServer):
     """The fake model, answering only once the test lets it: a long extraction on demand."""
 
