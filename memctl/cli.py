@@ -813,7 +813,9 @@ def operations(
 @app.command()
 def mcp(
     http: Annotated[Optional[str], typer.Option(
-        "--http", help="Serve streamable HTTP at [HOST:]PORT (host 127.0.0.1 unless given) instead of stdio.")] = None,
+        "--http", help="Serve streamable HTTP at [HOST:]PORT (host 127.0.0.1 unless given) instead of stdio; "
+                       "$MEMCTL_MCP_TOKEN, if set, is the bearer token every request must carry (required "
+                       "on an address other machines reach).")] = None,
     extractor: ExtractorOption = "auto",
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
