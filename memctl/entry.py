@@ -45,18 +45,22 @@ HELP_COLUMNS = 80  # click wraps help to min(terminal width, 80) - 2; help.txt h
 
 class State:
     db_path: Path | None = None  # --db, set before any command runs
+    opened: list[Memory] = []  # what the command opened, closed when it is done
 
 
 def main() -> None:
     args = _db_first(sys.argv[1:])
     try:
-        code = _help(args)
-        if code is None:
-            code = _recall_json(args)
-        if code is None:
-            from memctl.cli import run
+        try:
+            code = _help(args)
+            if code is None:
+                code = _recall_json(args)
+            if code is None:
+                from memctl.cli import run
 
-            code = run(args)
+                code = run(args)
+        finally:
+            _close_opened()
     except MemctlError as error:
         print(f"memctl: error: {message(error)}", file=sys.stderr)
         sys.exit(exit_code(error))
@@ -147,7 +151,18 @@ def _memory(*, must_exist: bool = True, embeddings_model: str | None = None) -> 
     path = Path(State.db_path or default_path())
     if must_exist and _holds_nothing(path):
         raise NotFound(f"no memory at {path} yet; run 'memctl ingest' first (or pass --db)")
-    return Memory.open(path, embeddings_model=embeddings_model)
+    memory = Memory.open(path, embeddings_model=embeddings_model)
+    State.opened.append(memory)
+    return memory
+
+
+def _close_opened() -> None:
+    """Close what the command opened, when it is done rather than whenever the
+    interpreter's exit gets to it: the last connection to a file folds the write-ahead log
+    back into it and removes the log, so that the file alone (a copy, a backup) holds
+    everything the command committed."""
+    while State.opened:
+        State.opened.pop().close()
 
 
 def _holds_nothing(path: Path) -> bool:

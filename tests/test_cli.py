@@ -313,6 +313,18 @@ def test_an_undo_on_a_terminal_shows_the_first_rows_of_each_effect_and_a_pipe_ev
     assert "… 7 more" in shown.out  # the rest of the line folds in a narrow column
 
 
+def test_after_a_command_the_file_alone_holds_what_it_committed(cli, db_path, tmp_path):
+    """The command closes what it opened: the write-ahead log is folded back and removed,
+    so a copy of the file (a backup) is the whole memory."""
+    import shutil
+
+    assert cli("ingest", FIXTURE).code == 0
+    assert not db_path.with_name(db_path.name + "-wal").exists()
+    copy = tmp_path / "backup.db"
+    shutil.copy(db_path, copy)
+    assert cli("stats", "--json", db=copy).json()["episodes"] == cli("stats", "--json").json()["episodes"] > 0
+
+
 def test_empty_and_blank_files_hold_no_episodes(cli, tmp_path):
     folder = tmp_path / "logs"
     folder.mkdir()
