@@ -48,9 +48,9 @@ class ReadRecord:
     def to_json(self: Any) -> dict[str, Any]:
         data = {name: as_json(value) for name, value in zip(self._fields, self, strict=True)
                 if not (value is None and name in self._OMITTED_WHEN_NONE)}
-        # A mixed list says first what each result is; the field itself comes last, as a
-        # NamedTuple puts every field with a default after those without.
-        return {"kind": data.pop("kind"), **data} if "kind" in data else data
+        # A recall's mixed list says first what each result is; the field itself comes
+        # last, as a NamedTuple puts every field with a default after those without.
+        return {"kind": data.pop("kind"), **data} if self._fields[-1] == "kind" and "kind" in data else data
 
     def __getitem__(self: Any, key: Any) -> Any:
         if not isinstance(key, str):

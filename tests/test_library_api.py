@@ -87,6 +87,7 @@ def test_what_a_read_returns_is_a_snapshot_read_by_name_or_position(filled):
     rescored = fact._replace(score=None)
     assert rescored.score is None and fact.score is not None  # a changed copy; the answer stays as given
     assert "score" not in rescored.to_json() and list(fact.to_json())[0] == "kind"
+    assert list(filled.operations()[0].to_json())[:2] == ["id", "kind"]  # an operation's kind stays second
 
 
 def test_the_package_exports_the_api_and_imports_nothing_heavy_until_asked():
