@@ -838,7 +838,7 @@ def mcp(
 
         raise MissingExtra("memctl mcp", "mcp") from None
     address = _host_and_port(http) if http is not None else None
-    token = os.environ.get(MCP_TOKEN_VARIABLE) or None
+    token = os.environ.get(MCP_TOKEN_VARIABLE, "").strip() or None  # blank is unset: no secret
     if address is not None and token is None and not _loopback(address[0]):
         raise BadInput(f"--http {address[0]} would let anyone who can reach it read and change this memory; "
                        f"set {MCP_TOKEN_VARIABLE} to a secret that clients send as a bearer token, "

@@ -251,6 +251,9 @@ def test_http_on_an_address_others_reach_needs_a_token(cli, monkeypatch, db_path
     for host in ("0.0.0.0", "192.168.1.20", "[::]", "memory.example.com"):
         run = cli("mcp", "--http", f"{host}:8765")
         assert run.code == 2 and "set MEMCTL_MCP_TOKEN" in run.err, host
+    monkeypatch.setenv("MEMCTL_MCP_TOKEN", "  ")  # blank: no token at all
+    run = cli("mcp", "--http", "0.0.0.0:8765")
+    assert run.code == 2 and "set MEMCTL_MCP_TOKEN" in run.err
     assert not db_path.exists()  # refused before anything was opened
 
 
