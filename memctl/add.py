@@ -27,7 +27,7 @@ from memctl import times
 from memctl.errors import BadInput, LLMUnavailable
 from memctl.extract import Extractor, reads_context
 from memctl.extract.stage import RequestBuilder, run_requests
-from memctl.ingest import COUNTED, tally
+from memctl.ingest import COUNTED, count_facts, tally
 from memctl.model import Episode, content_hash
 from memctl.redact import redact_into
 from memctl.reports import IngestReport, MemoryAdded
@@ -83,7 +83,8 @@ def add_memory(db: Database, clock: Clock, content: str, *, reference_time: str 
             with journal.journaled(db, "ingest", at, command) as entry:
                 store_episodes(db, added, at, entry.id)
                 changes = recompute(db, at, added.touched)
-                tally(report, added, changes)
+                tally(report, added)
+                count_facts(report, changes)
                 result.effects = effects(db, changes)
                 entry.counts = {name: getattr(report, name) for name in COUNTED}
             result.operation_id = entry.id

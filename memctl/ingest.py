@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict
+from contextlib import suppress
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,11 +20,11 @@ from memctl.extract import Extractor
 from memctl.model import Episode
 from memctl.reports import IngestReport
 from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, binary_content, cannot_read, files_under, format_of, parse
-from memctl.store import BATCH_EPISODES, batches
+from memctl.store import BATCH_EPISODES, batches, next_batch_size, underived
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
-from memctl.store.episodes import Added, recompute, sort_new, store_episodes
-from memctl.store.facts import SlotChanges
+from memctl.store.episodes import Added, Touched, recompute, rename, sort_new, store_episodes
+from memctl.store.facts import Slot, SlotChange, SlotChanges, recompute_slots
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -54,9 +55,15 @@ def ingest(db: Database, clock: Clock, paths: list[Path], options: IngestOptions
 
 def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *, command: dict | None = None,
                      batch_size: int = BATCH_EPISODES, report: IngestReport | None = None) -> IngestReport:
-    """Store episodes (their assertions already made) as one ingest operation."""
+    """Store episodes (their assertions already made) as one ingest operation.
+
+    Each batch's episodes and assertions commit together; the facts they make are owed
+    (``Owed``) and derived for many batches at once, every so often and at the end,
+    in transactions of their own.
+    """
     report = report or IngestReport()
     entry = None
+    owed = Owed()
     try:
         for batch in batches(episodes, batch_size):
             for episode in batch:
@@ -71,13 +78,30 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
                 entry = entry or journal.record(db, "ingest", at, {"extractor": report.extractor, **(command or {})},
                                                 "running")
                 store_episodes(db, added, at, entry.id)
-                tally(report, added, recompute(db, at, added.touched))
-                entry.counts = {name: getattr(report, name) for name in COUNTED}
-                journal.save_counts(db, entry)
+                touched = added.touched
+                tally(report, added)
+                if touched.slots or touched.values or added.revised:
+                    # Derived now, with what is owed: a revised episode's assertions were
+                    # taken out at this transaction's time, which resolving a stretch of
+                    # time needs to know them by (store.facts).
+                    touched.update(Touched(changed=owed.take(db, entry.id, list(owed.changes))))
+                    count_facts(report, recompute(db, at, touched))
+                else:
+                    rename(db, touched)
+                    owed.add(db, entry.id, touched.changed)
+                save_counts(db, entry, report)
+            if owed.due():
+                derive_owed(db, clock, entry, owed, report)
+        if entry is not None:
+            derive_owed(db, clock, entry, owed, report)
     except BaseException:
         # Committed batches stay (each holds whole episodes); say the rest never came.
         if entry is not None:
             journal.finish_apart(db, clock, entry.id, "interrupted")
+            # What they owe is derived now if it can be; else the next memctl to open
+            # the file derives it (store.underived).
+            with suppress(Exception):
+                derive_owed(db, clock, entry, owed, report)
         raise
     if entry is not None:
         report.operation_id = entry.id
@@ -85,14 +109,85 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
     return report
 
 
-def tally(report: IngestReport, added: Added, changes: SlotChanges) -> None:
-    """Count what one transaction stored (``COUNTED``) into ``report``."""
+# The facts batches owe are derived together once this many assertions, or this many
+# seconds of batches, are owed: a hot slot restated in every batch is then resolved once
+# in a while rather than once a batch. The bounds keep the memory the owed changes take
+# small (their instants, about 100 bytes an assertion) and a long ingest's facts no more
+# than half a minute behind what it has stored.
+DERIVE_EVERY_ASSERTIONS = 100_000
+DERIVE_EVERY_SECONDS = 30.0
+# The owed facts are derived in transactions of this many slots at first, then sized from
+# how long the last took, to hold the write lock about DERIVE_SECONDS at a time; at most
+# DERIVE_MOST_SLOTS, whose rows a transaction holds in memory while it resolves them.
+DERIVE_FIRST_SLOTS = 2_000
+DERIVE_MOST_SLOTS = 20_000
+DERIVE_SECONDS = 1.0
+
+
+@dataclass
+class Owed:
+    """What committed batches changed in which slots, whose facts are not derived yet;
+    the database says so too (``store.underived``), for any other writer and for a crash."""
+
+    changes: dict[Slot, SlotChange] = field(default_factory=dict)
+    assertions: int = 0
+    since: float | None = None  # when the first of them was owed (time.monotonic)
+
+    def add(self, db: Database, operation_id: str, changed: dict[Slot, SlotChange]) -> None:
+        underived.owe(db, operation_id, changed)
+        for slot, change in changed.items():
+            self.assertions += sum(map(len, change.instants.values()))
+            if slot in self.changes:
+                self.changes[slot].merge(change)
+            else:
+                self.changes[slot] = change
+        if self.since is None:
+            self.since = time.monotonic()
+
+    def due(self) -> bool:
+        return self.since is not None and (self.assertions >= DERIVE_EVERY_ASSERTIONS
+                                           or time.monotonic() - self.since >= DERIVE_EVERY_SECONDS)
+
+    def take(self, db: Database, operation_id: str, slots: list[Slot]) -> dict[Slot, SlotChange]:
+        """The changes of these slots, to derive now; of them, those another writer has
+        resolved whole since are exact already, and left out."""
+        still = underived.release(db, operation_id, slots)
+        taken = {slot: self.changes.pop(slot) for slot in slots}
+        if not self.changes:
+            self.assertions, self.since = 0, None
+        return {slot: change for slot, change in taken.items() if slot in still}
+
+
+def derive_owed(db: Database, clock: Clock, entry: journal.Entry, owed: Owed, report: IngestReport) -> None:
+    """Derive every fact owed, in write transactions of about ``DERIVE_SECONDS`` each: slots
+    resolve independently, so each transaction leaves the slots it did exact."""
+    size = DERIVE_FIRST_SLOTS
+    while owed.changes:
+        began = time.monotonic()
+        with write_transaction(db):
+            at = transaction_time(db, clock)
+            count_facts(report, recompute_slots(db, (), at, (), owed.take(db, entry.id, sorted(owed.changes)[:size])))
+            save_counts(db, entry, report)
+        size = next_batch_size(size, time.monotonic() - began, DERIVE_SECONDS, least=100, most=DERIVE_MOST_SLOTS)
+
+
+def tally(report: IngestReport, added: Added) -> None:
+    """Count what one transaction stored into ``report``."""
     report.added += len(added.added)
     report.reactivated += len(added.reactivated)
     report.revised += len(added.revised)
     report.assertions += added.assertions
+
+
+def count_facts(report: IngestReport, changes: SlotChanges) -> None:
     report.facts_created += len(changes.inserted)
     report.facts_expired += len(changes.expired)
+
+
+def save_counts(db: Database, entry: journal.Entry, report: IngestReport) -> None:
+    """The journal's counts (``COUNTED``) brought up to date, in the caller's transaction."""
+    entry.counts = {name: getattr(report, name) for name in COUNTED}
+    journal.save_counts(db, entry)
 
 
 def read_sources(

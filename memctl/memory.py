@@ -46,7 +46,7 @@ class Memory:
         ingest makes and recall searches; ``local:wordllama`` or an OpenAI-compatible
         endpoint's model. Without one, neither does anything with vectors.
         """
-        return cls(Connections(path), clock, embeddings_model=embeddings_model)
+        return cls(Connections(path, clock), clock, embeddings_model=embeddings_model)
 
     @property
     def db(self) -> Database:

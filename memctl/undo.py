@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 from memctl import repair
 from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
 from memctl.reports import Effects, FactChange, UndoKind, UndoPlan
-from memctl.store import Queryable, reads
+from memctl.store import Queryable, next_batch_size, reads
 from memctl.store import operations as journal
 from memctl.store.connection import (
     Clock,
@@ -189,8 +189,7 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
             changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, entry))
         start = size
         while start < len(ordered):
-            took = max(time.monotonic() - began, 1e-3)
-            size = max(100, min(UNDO_MAX_BATCH, 2 * size, int(size * UNDO_BATCH_SECONDS / took)))
+            size = next_batch_size(size, time.monotonic() - began, UNDO_BATCH_SECONDS, least=100, most=UNDO_MAX_BATCH)
             if command is not None:
                 time.sleep(BETWEEN_BATCHES_S)
             with batch_transaction(db):

@@ -144,6 +144,12 @@ CREATE TABLE revisions (
             old_created_at TEXT NOT NULL,
             PRIMARY KEY (episode_id, revised_at)
         ) WITHOUT ROWID;
+CREATE TABLE underived_slots (
+            subject_id INTEGER NOT NULL,
+            predicate_key TEXT NOT NULL,
+            operation_id TEXT NOT NULL,
+            PRIMARY KEY (subject_id, predicate_key, operation_id)
+        ) WITHOUT ROWID;
 CREATE INDEX assertions_episode ON assertions(episode_id);
 CREATE INDEX assertions_invalid_midnight ON assertions(extracted_at, invalid_at)
             WHERE expired_at IS NULL AND substr(invalid_at, 11) = 'T00:00:00.000000Z';
@@ -180,3 +186,4 @@ CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
     ON "_sqlite_migrations" ("migration_set", "name");
 CREATE INDEX llm_cache_episode ON llm_cache(episode_id);
 CREATE INDEX revisions_operation ON revisions(operation_id);
+CREATE INDEX underived_slots_operation ON underived_slots(operation_id);

@@ -28,6 +28,13 @@ BATCH_EPISODES = 2000
 BATCH_SECONDS = 2.0
 
 
+def next_batch_size(size: int, took: float, seconds: float, *, least: int, most: int) -> int:
+    """The size of a batch that should take ``seconds``, after one of ``size`` took ``took``:
+    in proportion, but growing at most twofold (a batch that went fast may have been
+    lucky), and within ``least`` and ``most``."""
+    return max(least, min(most, 2 * size, int(size * seconds / max(took, 1e-3))))
+
+
 def in_chunks(values: Sequence, size: int = 500) -> Iterator[tuple[list, str]]:
     """Slices of ``values`` with matching ``?, ?`` placeholders for an ``IN (...)``.
 

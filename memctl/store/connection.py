@@ -25,7 +25,7 @@ BUSY_TIMEOUT_MS = 60_000
 CACHE_KIB = 65536
 # How many migrations memctl.store.schema has (tests/test_schema.py pins it): a reader
 # that finds them all applied needs neither the writer nor sqlite-utils.
-SCHEMA_MIGRATIONS = 12
+SCHEMA_MIGRATIONS = 13
 
 Clock = Callable[[], datetime]
 
@@ -176,11 +176,15 @@ def _database_class() -> type[Database]:
     return Database
 
 
-def open_database(path: str | Path) -> Database:
-    """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it."""
+def open_database(path: str | Path, clock: Clock = system_clock) -> Database:
+    """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it.
+
+    The first writer after a killed ingest marks it interrupted and derives the facts it
+    still owed (``store.underived``), at ``clock``'s time.
+    """
     Database = _database_class()  # first: the schema's module imports sqlite-utils too
 
-    from memctl.store import operations
+    from memctl.store import operations, underived
     from memctl.store.schema import migrations
 
     path = Path(path)
@@ -203,6 +207,10 @@ def open_database(path: str | Path) -> Database:
         if migrations.pending(db):  # re-checked under the write lock: another process may have just migrated
             migrations.apply(db)
         operations.mark_abandoned(db)
+        if slots := underived.left_over(db):
+            from memctl.store.facts import recompute_slots
+
+            recompute_slots(db, slots, transaction_time(db, clock))
     return db
 
 
@@ -333,8 +341,9 @@ class Connections:
     it, under the lock.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, clock: Clock = system_clock):
         self.path = Path(path)
+        self.clock = clock  # the time of what opening the writer does (``open_database``)
         check_file(self.path)
         self._writer: Database | None = None
         self._lock = threading.RLock()
@@ -342,7 +351,7 @@ class Connections:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()  # not the writer's lock: a reader never waits for a write
         if self.in_memory:
-            self._writer = open_database(self.path)
+            self._writer = open_database(self.path, self.clock)
 
     @property
     def in_memory(self) -> bool:
@@ -353,7 +362,7 @@ class Connections:
         """The one writer, opened (and the schema migrated) on first use."""
         with self._lock:
             if self._writer is None:
-                self._writer = open_database(self.path)
+                self._writer = open_database(self.path, self.clock)
             return self._writer
 
     @contextmanager

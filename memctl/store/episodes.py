@@ -58,9 +58,14 @@ class Touched:
 
 def recompute(db: Database, at: str, touched: Touched) -> SlotChanges:
     """Bring names and facts in line with the assertions after a change touched them."""
+    rename(db, touched)
+    return recompute_slots(db, touched.slots, at, touched.values, touched.changed)
+
+
+def rename(db: Database, touched: Touched) -> None:
+    """Bring the names of the entities a change touched in line with their mentions."""
     name_from_new_mentions(db, touched.new_mentions)
     rename_entities(db, touched.entities)
-    return recompute_slots(db, touched.slots, at, touched.values, touched.changed)
 
 
 def all_entities(db: Database) -> set[int]:

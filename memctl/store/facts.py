@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from memctl.resolve import ResolvedFact, SlotAssertion, Sweep, resolve_slot, slot_cardinality
-from memctl.store import in_chunks
+from memctl.store import in_chunks, underived
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -194,10 +194,13 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterab
     object_id) of a many-valued slot whose cardinality did not change, where only that
     value's assertions did; values never supersede each other there, so only that
     value's facts can change. ``changed`` slots are resolved over the stretch of time
-    their change reaches, unless their cardinality changes with it.
+    their change reaches, unless their cardinality changes with it, or an ingest still
+    owes the slot facts (``store.underived``).
     """
     whole = set(slots)
     values = set(values)
+    # A slot whose facts an ingest in progress (or killed) still owes is resolved whole.
+    whole |= underived.claim(db, whole | set(changed or {}) | {value[:2] for value in values})
     windows: list[tuple[Part, list[str]]] = []
     changed = {slot: change for slot, change in (changed or {}).items() if slot not in whole}
     stored = _stored_cardinalities(db, list(changed))
