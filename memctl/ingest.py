@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from memctl.extract import Extractor
 from memctl.model import Episode
 from memctl.reports import IngestReport
 from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, binary_content, cannot_read, files_under, format_of, parse
-from memctl.store import BATCH_EPISODES, batches, next_batch_size, underived
+from memctl.store import BATCH_EPISODES, BETWEEN_BATCHES_S, batches, next_batch_size, underived
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.episodes import Added, Touched, recompute, rename, sort_new, store_episodes
@@ -64,6 +64,7 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
     report = report or IngestReport()
     entry = None
     owed = Owed()
+    underived.forget_changes(db)
     try:
         for batch in batches(episodes, batch_size):
             for episode in batch:
@@ -84,7 +85,9 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
                     # Derived now, with what is owed: a revised episode's assertions were
                     # taken out at this transaction's time, which resolving a stretch of
                     # time needs to know them by (store.facts).
-                    touched.update(Touched(changed=owed.take(db, entry.id, list(owed.changes))))
+                    owed_slots = [slot for slot, _ in underived.owed_slots(db)]
+                    touched.update(Touched(changed=underived.release(db, entry.id, owed_slots)))
+                    owed.paid()
                     count_facts(report, recompute(db, at, touched))
                 else:
                     rename(db, touched)
@@ -116,31 +119,25 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
 # than half a minute behind what it has stored.
 DERIVE_EVERY_ASSERTIONS = 100_000
 DERIVE_EVERY_SECONDS = 30.0
-# The owed facts are derived in transactions of this many slots at first, then sized from
-# how long the last took, to hold the write lock about DERIVE_SECONDS at a time; at most
-# DERIVE_MOST_SLOTS, whose rows a transaction holds in memory while it resolves them.
-DERIVE_FIRST_SLOTS = 2_000
-DERIVE_MOST_SLOTS = 20_000
+# The owed facts are derived in transactions of this many changed instants at first, then
+# sized from how long the last took, to hold the write lock about DERIVE_SECONDS at a
+# time; at most DERIVE_MOST_INSTANTS, as the rows a transaction reads around each
+# instant are held in memory while it resolves them (at 1M assertions, 10,000 instants
+# took 100 MB).
+DERIVE_FIRST_INSTANTS = 5_000
+DERIVE_MOST_INSTANTS = 50_000
 DERIVE_SECONDS = 1.0
 
 
 @dataclass
 class Owed:
-    """What committed batches changed in which slots, whose facts are not derived yet;
-    the database says so too (``store.underived``), for any other writer and for a crash."""
+    """How much committed batches owe in facts (``store.underived`` keeps what), and since when."""
 
-    changes: dict[Slot, SlotChange] = field(default_factory=dict)
     assertions: int = 0
     since: float | None = None  # when the first of them was owed (time.monotonic)
 
     def add(self, db: Database, operation_id: str, changed: dict[Slot, SlotChange]) -> None:
-        underived.owe(db, operation_id, changed)
-        for slot, change in changed.items():
-            self.assertions += sum(map(len, change.instants.values()))
-            if slot in self.changes:
-                self.changes[slot].merge(change)
-            else:
-                self.changes[slot] = change
+        self.assertions += underived.owe(db, operation_id, changed)
         if self.since is None:
             self.since = time.monotonic()
 
@@ -148,27 +145,33 @@ class Owed:
         return self.since is not None and (self.assertions >= DERIVE_EVERY_ASSERTIONS
                                            or time.monotonic() - self.since >= DERIVE_EVERY_SECONDS)
 
-    def take(self, db: Database, operation_id: str, slots: list[Slot]) -> dict[Slot, SlotChange]:
-        """The changes of these slots, to derive now; of them, those another writer has
-        resolved whole since are exact already, and left out."""
-        still = underived.release(db, operation_id, slots)
-        taken = {slot: self.changes.pop(slot) for slot in slots}
-        if not self.changes:
-            self.assertions, self.since = 0, None
-        return {slot: change for slot, change in taken.items() if slot in still}
+    def paid(self) -> None:
+        self.assertions, self.since = 0, None
 
 
 def derive_owed(db: Database, clock: Clock, entry: journal.Entry, owed: Owed, report: IngestReport) -> None:
     """Derive every fact owed, in write transactions of about ``DERIVE_SECONDS`` each: slots
-    resolve independently, so each transaction leaves the slots it did exact."""
-    size = DERIVE_FIRST_SLOTS
-    while owed.changes:
+    resolve independently, so each transaction leaves the slots it did exact. Between two,
+    the lock is let go a moment, so that another writer waiting for it gets in."""
+    slots = underived.owed_slots(db)
+    size, start = DERIVE_FIRST_INSTANTS, 0
+    while start < len(slots):
+        if start:
+            time.sleep(BETWEEN_BATCHES_S)
         began = time.monotonic()
+        end, instants = start, 0
+        while end < len(slots) and (end == start or instants + slots[end][1] <= size):
+            instants += slots[end][1]
+            end += 1
         with write_transaction(db):
             at = transaction_time(db, clock)
-            count_facts(report, recompute_slots(db, (), at, (), owed.take(db, entry.id, sorted(owed.changes)[:size])))
+            chunk = [slot for slot, _ in slots[start:end]]
+            count_facts(report, recompute_slots(db, (), at, (), underived.release(db, entry.id, chunk)))
             save_counts(db, entry, report)
-        size = next_batch_size(size, time.monotonic() - began, DERIVE_SECONDS, least=100, most=DERIVE_MOST_SLOTS)
+        start = end
+        size = next_batch_size(max(size, instants), time.monotonic() - began, DERIVE_SECONDS, least=100,
+                               most=DERIVE_MOST_INSTANTS)
+    owed.paid()
 
 
 def tally(report: IngestReport, added: Added) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 from memctl import repair
 from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
 from memctl.reports import Effects, FactChange, UndoKind, UndoPlan
-from memctl.store import Queryable, next_batch_size, reads
+from memctl.store import BETWEEN_BATCHES_S, Queryable, next_batch_size, reads
 from memctl.store import operations as journal
 from memctl.store.connection import (
     Clock,
@@ -111,10 +111,6 @@ UNDO_BATCH_SECONDS = 1.5
 # A preview of more episodes than this runs on a copy of the file rather than holding the
 # write lock while it is done and rolled back; a smaller one is not worth copying the file.
 PREVIEW_ON_A_COPY = 2000
-# Between two batches the lock is let go this long: another writer waiting on SQLite's
-# busy timeout tries again every 100 ms at most, so it gets in instead of waiting out
-# the whole undo.
-BETWEEN_BATCHES_S = 0.15
 
 
 def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None = None, apply: bool = False,

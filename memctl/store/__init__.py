@@ -28,6 +28,12 @@ BATCH_EPISODES = 2000
 BATCH_SECONDS = 2.0
 
 
+# Between two batches of a long operation the write lock is let go this long: another
+# writer waiting on SQLite's busy timeout tries again every 100 ms at most, so it gets in
+# instead of waiting out the whole operation.
+BETWEEN_BATCHES_S = 0.15
+
+
 def next_batch_size(size: int, took: float, seconds: float, *, least: int, most: int) -> int:
     """The size of a batch that should take ``seconds``, after one of ``size`` took ``took``:
     in proportion, but growing at most twofold (a batch that went fast may have been
