@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,11 +20,11 @@ from memctl.extract import Extractor
 from memctl.model import Episode
 from memctl.reports import IngestReport
 from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, binary_content, cannot_read, files_under, format_of, parse
-from memctl.store import BATCH_EPISODES, BETWEEN_BATCHES_S, batches, next_batch_size, underived
+from memctl.store import BATCH_EPISODES, batches, underived
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
-from memctl.store.episodes import Added, Touched, recompute, rename, sort_new, store_episodes
-from memctl.store.facts import Slot, SlotChange, SlotChanges, recompute_slots
+from memctl.store.episodes import Added, rename, sort_new, store_episodes
+from memctl.store.facts import SlotChanges
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -58,13 +58,18 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
     """Store episodes (their assertions already made) as one ingest operation.
 
     Each batch's episodes and assertions commit together; the facts they make are owed
-    (``Owed``) and derived for many batches at once, every so often and at the end,
-    in transactions of their own.
+    (``store.underived.Owed``) and derived for many batches at once, every so often and
+    at the end, in transactions of their own.
     """
     report = report or IngestReport()
     entry = None
-    owed = Owed()
-    underived.forget_changes(db)
+    owed: underived.Owed | None = None
+
+    def derived(changes: SlotChanges) -> None:
+        assert entry is not None
+        count_facts(report, changes)
+        save_counts(db, entry, report)
+
     try:
         for batch in batches(episodes, batch_size):
             for episode in batch:
@@ -76,102 +81,33 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
                 report.extracted_pending += len(added.extracted)
                 if not added.to_store:
                     continue
-                entry = entry or journal.record(db, "ingest", at, {"extractor": report.extractor, **(command or {})},
-                                                "running")
+                if entry is None:
+                    entry = journal.record(db, "ingest", at, {"extractor": report.extractor, **(command or {})},
+                                           "running")
+                    owed = underived.Owed(entry.id)
+                assert owed is not None
                 store_episodes(db, added, at, entry.id)
-                touched = added.touched
                 tally(report, added)
-                if touched.slots or touched.values or added.revised:
-                    # Derived now, with what is owed: a revised episode's assertions were
-                    # taken out at this transaction's time, which resolving a stretch of
-                    # time needs to know them by (store.facts).
-                    owed_slots = [slot for slot, _ in underived.owed_slots(db)]
-                    touched.update(Touched(changed=underived.release(db, entry.id, owed_slots)))
-                    owed.paid()
-                    count_facts(report, recompute(db, at, touched))
-                else:
-                    rename(db, touched)
-                    owed.add(db, entry.id, touched.changed)
+                rename(db, added.touched)
+                owed.add(db, added.touched, at)
                 save_counts(db, entry, report)
-            if owed.due():
-                derive_owed(db, clock, entry, owed, report)
-        if entry is not None:
-            derive_owed(db, clock, entry, owed, report)
+            if owed is not None and owed.due():
+                owed.derive(db, clock, derived)
+        if owed is not None:
+            owed.derive(db, clock, derived)
     except BaseException:
         # Committed batches stay (each holds whole episodes); say the rest never came.
-        if entry is not None:
+        if entry is not None and owed is not None:
             journal.finish_apart(db, clock, entry.id, "interrupted")
             # What they owe is derived now if it can be; else the next memctl to open
             # the file derives it (store.underived).
             with suppress(Exception):
-                derive_owed(db, clock, entry, owed, report)
+                owed.derive(db, clock, derived)
         raise
     if entry is not None:
         report.operation_id = entry.id
         journal.finish_apart(db, clock, entry.id, "done")
     return report
-
-
-# The facts batches owe are derived together once this many assertions, or this many
-# seconds of batches, are owed: a hot slot restated in every batch is then resolved once
-# in a while rather than once a batch. The bounds keep the memory the owed changes take
-# small (their instants, about 100 bytes an assertion) and a long ingest's facts no more
-# than half a minute behind what it has stored.
-DERIVE_EVERY_ASSERTIONS = 100_000
-DERIVE_EVERY_SECONDS = 30.0
-# The owed facts are derived in transactions of this many changed instants at first, then
-# sized from how long the last took, to hold the write lock about DERIVE_SECONDS at a
-# time; at most DERIVE_MOST_INSTANTS, as the rows a transaction reads around each
-# instant are held in memory while it resolves them (at 1M assertions, 10,000 instants
-# took 100 MB).
-DERIVE_FIRST_INSTANTS = 5_000
-DERIVE_MOST_INSTANTS = 50_000
-DERIVE_SECONDS = 1.0
-
-
-@dataclass
-class Owed:
-    """How much committed batches owe in facts (``store.underived`` keeps what), and since when."""
-
-    assertions: int = 0
-    since: float | None = None  # when the first of them was owed (time.monotonic)
-
-    def add(self, db: Database, operation_id: str, changed: dict[Slot, SlotChange]) -> None:
-        self.assertions += underived.owe(db, operation_id, changed)
-        if self.since is None:
-            self.since = time.monotonic()
-
-    def due(self) -> bool:
-        return self.since is not None and (self.assertions >= DERIVE_EVERY_ASSERTIONS
-                                           or time.monotonic() - self.since >= DERIVE_EVERY_SECONDS)
-
-    def paid(self) -> None:
-        self.assertions, self.since = 0, None
-
-
-def derive_owed(db: Database, clock: Clock, entry: journal.Entry, owed: Owed, report: IngestReport) -> None:
-    """Derive every fact owed, in write transactions of about ``DERIVE_SECONDS`` each: slots
-    resolve independently, so each transaction leaves the slots it did exact. Between two,
-    the lock is let go a moment, so that another writer waiting for it gets in."""
-    slots = underived.owed_slots(db)
-    size, start = DERIVE_FIRST_INSTANTS, 0
-    while start < len(slots):
-        if start:
-            time.sleep(BETWEEN_BATCHES_S)
-        began = time.monotonic()
-        end, instants = start, 0
-        while end < len(slots) and (end == start or instants + slots[end][1] <= size):
-            instants += slots[end][1]
-            end += 1
-        with write_transaction(db):
-            at = transaction_time(db, clock)
-            chunk = [slot for slot, _ in slots[start:end]]
-            count_facts(report, recompute_slots(db, (), at, (), underived.release(db, entry.id, chunk)))
-            save_counts(db, entry, report)
-        start = end
-        size = next_batch_size(max(size, instants), time.monotonic() - began, DERIVE_SECONDS, least=100,
-                               most=DERIVE_MOST_INSTANTS)
-    owed.paid()
 
 
 def tally(report: IngestReport, added: Added) -> None:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from memctl import repair
 from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
 from memctl.reports import Effects, FactChange, UndoKind, UndoPlan
-from memctl.store import BETWEEN_BATCHES_S, Queryable, next_batch_size, reads
+from memctl.store import BETWEEN_BATCHES_S, Queryable, next_batch_size, reads, underived
 from memctl.store import operations as journal
 from memctl.store.connection import (
     Clock,
@@ -37,6 +37,7 @@ from memctl.store.episodes import (
     expire_episodes,
     purge_episodes,
     recompute,
+    rename,
     revert_retry,
     revert_revisions,
     revert_undo,
@@ -152,6 +153,7 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
     batch_transaction = write_transaction if command is not None else _in_callers_transaction
     changes = OperationChanges()
     entry = None
+    owed = None  # applied, the facts of the batches after the first are derived together
     # Read before the write lock: a whole ingest's 333k episodes take seconds to look up,
     # which the first batch would hold the lock for. Read again under the lock only if
     # another connection committed in between.
@@ -181,6 +183,8 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
             if command is not None and (plan.episodes or plan.revisions_reverted):
                 entry = journal.record(db, "undo", at, command, "running")
                 entry.episode_ids = []
+                if not plan.purge:  # a purge erases fact versions: it needs them exact at once
+                    owed = underived.Owed(entry.id)
             size, began = UNDO_FIRST_BATCH, time.monotonic()
             changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, entry))
         start = size
@@ -191,12 +195,19 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
             with batch_transaction(db):
                 began = time.monotonic()
                 at = transaction_time(db, clock)
-                changes.absorb(_undo_batch(db, at, ordered[start:start + size], Touched(), plan.purge, entry))
+                changes.absorb(_undo_batch(db, at, ordered[start:start + size], Touched(), plan.purge, entry, owed))
             start += size
+            if owed is not None and owed.due():
+                owed.derive(db, clock, changes.absorb)
+        if owed is not None:
+            owed.derive(db, clock, changes.absorb)
     except BaseException:
         # Committed batches stay (each a consistent state); the journal says the rest never came.
         if entry is not None:
             journal.finish_apart(db, clock, entry.id, "interrupted")
+            if owed is not None:  # derived now if it can be; else by the next memctl to open the file
+                with suppress(Exception):
+                    owed.derive(db, clock, changes.absorb)
         raise
     plan.effects = effects(db, changes)
     if entry is not None:
@@ -214,11 +225,16 @@ def _in_callers_transaction(db: Database) -> Iterator[Database]:
 
 
 def _undo_batch(db: Database, at: str, episode_ids: list[str], touched: Touched, purge: bool,
-                entry: journal.Entry | None) -> SlotChanges:
-    """One batch of an undo: its episodes out, the facts recomputed, and the journal's
-    list of episodes taken out brought up to date."""
+                entry: journal.Entry | None, owed: underived.Owed | None = None) -> SlotChanges:
+    """One batch of an undo: its episodes out, the facts recomputed (or, with ``owed``,
+    owed), and the journal's list of episodes taken out brought up to date."""
     if purge:
         changes = purge_episodes(db, episode_ids, at)
+    elif owed is not None:
+        touched.update(expire_episodes(db, episode_ids, at))
+        rename(db, touched)
+        owed.add(db, touched, at)
+        changes = SlotChanges()
     else:
         touched.update(expire_episodes(db, episode_ids, at))
         changes = recompute(db, at, touched)

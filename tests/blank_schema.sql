@@ -148,6 +148,7 @@ CREATE TABLE underived_slots (
             subject_id INTEGER NOT NULL,
             predicate_key TEXT NOT NULL,
             operation_id TEXT NOT NULL,
+            since TEXT NOT NULL,
             PRIMARY KEY (subject_id, predicate_key, operation_id)
         ) WITHOUT ROWID;
 CREATE INDEX assertions_episode ON assertions(episode_id);

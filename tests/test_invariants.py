@@ -9,11 +9,12 @@
 from __future__ import annotations
 
 import dataclasses
+from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctl import times
+from memctl import times, undo
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
 from tests.conftest import FakeClock, current_facts
@@ -123,7 +124,9 @@ def test_undo_is_an_exact_inverse(made, data, purge):
     undone = data.draw(st.lists(st.sampled_from(first), min_size=1, unique_by=lambda e: e.id))
     memory = ingested([first, later])
     memory.clock.advance(seconds=1)
-    plan = memory.undo([e.id for e in undone], apply=True, purge=purge)
+    # In batches: the first resolves its facts as it commits, the rest owe theirs until the end.
+    with patch.object(undo, "UNDO_FIRST_BATCH", data.draw(st.integers(1, 3))), patch.object(undo, "BETWEEN_BATCHES_S", 0):
+        plan = memory.undo([e.id for e in undone], apply=True, purge=purge)
     assert plan["applied"] and sorted(plan["episodes"]) == sorted(e.id for e in undone)
     remaining = [e for e in made if e.id not in {u.id for u in undone}]
     assert current_facts(memory) == current_facts(ingested([remaining]))

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from memctl import ingest, times
+from memctl import times
+from memctl import undo as undo_module
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
+from memctl.store import underived
 from tests.conftest import FakeClock, current_facts
 
 DAYS = [times.normalize_instant(f"2024-01-{day:02d}") for day in range(1, 29)]
@@ -118,9 +120,9 @@ def test_another_writer_resolves_an_owed_slot_whole_and_leaves_the_rest_owed(tmp
     assert_exact(memory)
 
 
-@pytest.mark.parametrize("bound", ["DERIVE_EVERY_ASSERTIONS", "DERIVE_EVERY_SECONDS"])
+@pytest.mark.parametrize("bound", ["DERIVE_EVERY_INSTANTS", "DERIVE_EVERY_SECONDS"])
 def test_a_long_ingest_derives_what_it_owes_on_the_way(tmp_path, monkeypatch, bound):
-    monkeypatch.setattr(ingest, bound, 0)
+    monkeypatch.setattr(underived, bound, 0)
     path = tmp_path / "m.db"
     seen = {}
 
@@ -159,7 +161,7 @@ def test_what_a_failed_ingest_could_not_derive_the_next_writer_does(tmp_path, mo
     path = tmp_path / "m.db"
     memory = Memory.open(path, FakeClock())
     with monkeypatch.context() as patched:
-        patched.setattr(ingest, "derive_owed", cannot_derive)
+        patched.setattr(underived.Owed, "derive", cannot_derive)
         with pytest.raises(OSError):
             memory.ingest_episodes(failing(), batch_size=2)
     assert len(owed_rows(path)) == 5
@@ -173,3 +175,91 @@ def test_what_a_failed_ingest_could_not_derive_the_next_writer_does(tmp_path, mo
     assert_exact(reopened)
     assert owed_rows(path) == []
     assert current_facts(reopened) == expected_facts(MADE[:8])
+
+
+def test_an_undo_in_batches_derives_what_it_took_out_as_one_transaction_would(tmp_path, monkeypatch):
+    """The later batches of an undo owe their facts too. Deriving them later, what they took
+    out still counts as the stored facts' support: here the end that the undone episode
+    stated for a fact another episode also supports (a resolution that forgot it would
+    keep the fact ending where the undone episode said)."""
+    monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
+    monkeypatch.setattr(undo_module, "BETWEEN_BATCHES_S", 0)
+
+    def said(position: int, day: int, facts: list[dict]) -> Episode:
+        text = f"episode {position}"
+        return Episode(source="generated", position=position, format="facts", content=text,
+                       content_hash=content_hash(text), reference_time=DAYS[day], reference_time_source="record",
+                       assertions=[Assertion(extractor="facts", fact=f"{f['subject']} runs on {f['object']}",
+                                             predicate="runs on", valid_at_evidence="explicit", **f) for f in facts])
+
+    ended = said(0, 0, [{"subject": "billing", "object": "db0", "valid_at": DAYS[0], "invalid_at": DAYS[20]}])
+    confirmed = said(1, 5, [{"subject": "billing", "object": "db0", "valid_at": DAYS[5]}])
+    later = said(2, 25, [{"subject": "cache", "object": "redis", "valid_at": DAYS[25]}])
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory.ingest_episodes([ended, confirmed, later], batch_size=3)
+    assert values(memory, "billing") == ["db0"]
+    memory.clock.advance(seconds=1)
+    seen = {}
+    derive = underived.Owed.derive
+
+    def watched_derive(self, db, *args, **kwargs):
+        seen["owed"] = db.execute("SELECT count(*) FROM underived_slots").fetchone()[0]
+        return derive(self, db, *args, **kwargs)
+
+    monkeypatch.setattr(underived.Owed, "derive", watched_derive)
+    memory.clock.advance(seconds=1)
+    plan = memory.undo([later.id, ended.id], apply=True)  # latest first: the cache, then (owed) billing
+    assert plan.applied and seen["owed"] == 1
+    assert owed_rows(tmp_path / "m.db") == []
+    assert current_facts(memory) == expected_facts([confirmed])
+    assert [row[7] for row in current_facts(memory)] == [None]  # open again: nobody else said it ended
+    assert_exact(memory)
+
+
+def test_a_slot_two_operations_owe_is_resolved_whole_and_owed_by_neither(tmp_path):
+    """Each operation's changes are known only to its own connection: the first to derive a
+    slot that another operation owes too resolves it whole, for both."""
+    from memctl.store.facts import SlotChange
+
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    db = memory.db
+    underived.forget_changes(db)
+    db.execute("INSERT INTO operations (id, kind, at, status) VALUES ('op_a', 'ingest', ?, 'running'), "
+               "('op_b', 'undo', ?, 'running')", [DAYS[0], DAYS[0]])
+    shared, alone = (1, "runs_on"), (2, "runs_on")
+    underived.owe(db, "op_a", {shared: SlotChange({7: {DAYS[1]}}), alone: SlotChange({8: {DAYS[2]}})}, DAYS[3])
+    underived.owe(db, "op_b", {shared: SlotChange({9: {DAYS[4]}})}, DAYS[4])
+    released = underived.release(db, "op_a", [shared, alone])
+    assert released.whole == {shared}
+    assert list(released.changes) == [alone] and released.changes[alone].instants == {8: {DAYS[2]}}
+    assert released.since == {alone: DAYS[3]}
+    assert db.execute("SELECT count(*) FROM underived_slots").fetchone() == (0,)
+
+
+def test_a_batch_that_revises_an_episode_owes_what_it_took_out_too(tmp_path):
+    """A turn read again after its reply grew takes its old reading's assertions out at its
+    batch's time, and owes the facts of that as of any other batch."""
+    import dataclasses
+
+    grown = dataclasses.replace(MADE[2], identity="turn 2")  # billing on db1, in the second batch
+    longer = dataclasses.replace(grown, content=grown.content + " and then it moved to db9",
+                                 content_hash=content_hash(grown.content + " and then it moved to db9"),
+                                 assertions=[*grown.assertions, Assertion(
+                                     subject="billing", predicate="runs on", object="db9", fact="billing moved to db9",
+                                     valid_at=DAYS[3], valid_at_evidence="explicit", extractor="facts")])
+    assert longer.id == grown.id
+    path = tmp_path / "m.db"
+    memory = Memory.open(path, FakeClock())
+    seen = {}
+
+    def look():
+        seen["owed"] = owed_rows(path)
+        seen["billing"] = values(Memory.open(path, FakeClock()), "billing")
+
+    episodes = [*MADE[:2], grown, *MADE[3:8], longer, *MADE[8:]]
+    report = memory.ingest_episodes(watched(episodes, 10, look), batch_size=2)
+    assert report.revised == 1
+    assert {name for name, *_ in seen["owed"]} == {"billing", "svc0", "svc1", "svc2", "svc3"}
+    assert seen["billing"] == []
+    assert current_facts(memory) == expected_facts([*MADE[:2], longer, *MADE[3:]])
+    assert_exact(memory)

@@ -187,15 +187,18 @@ def fact_shape(fact: dict) -> tuple:
 
 
 def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterable[Value] = (),
-                    changed: dict[Slot, SlotChange] | None = None) -> SlotChanges:
+                    changed: dict[Slot, SlotChange] | None = None,
+                    taken_out_since: dict[Slot, str] | None = None) -> SlotChanges:
     """Bring the current facts of ``slots`` and ``changed`` in line with their active assertions.
 
     ``slots`` are resolved whole. ``values`` narrows further: (subject_id, predicate_key,
     object_id) of a many-valued slot whose cardinality did not change, where only that
     value's assertions did; values never supersede each other there, so only that
     value's facts can change. ``changed`` slots are resolved over the stretch of time
-    their change reaches, unless their cardinality changes with it, or an ingest still
-    owes the slot facts (``store.underived``).
+    their change reaches, unless their cardinality changes with it, or an operation still
+    owes the slot facts (``store.underived``). The assertions a change took out expired at
+    ``at``, or, for a slot in ``taken_out_since``, from that time on (an operation that
+    derives for many batches at once).
     """
     whole = set(slots)
     values = set(values)
@@ -214,7 +217,8 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterab
             windows.append(((*slot, None), sorted(set().union(*change.instants.values()))))
         else:
             windows += [((*slot, object_id), sorted(instants)) for object_id, instants in sorted(change.instants.items())]
-    outcomes = _resolve_whole(db, _sorted_parts(whole, values)) + _resolve_windows(db, windows, at)
+    outcomes = _resolve_whole(db, _sorted_parts(whole, values)) + _resolve_windows(db, windows, at,
+                                                                                     taken_out_since or {})
     return _write(db, outcomes, at)
 
 
@@ -354,20 +358,26 @@ class _Timeline:
         return self.rows[:bisect_right(self.starts, instant)]
 
 
-def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]], at: str) -> list[_Outcome]:
+def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]], at: str,
+                     taken_out_since: dict[Slot, str]) -> list[_Outcome]:
     """Parts whose changed instants are known, each resolved over the stretches of time
-    those reach (``at``: the change's transaction time)."""
+    those reach (``at``: the change's transaction time; ``taken_out_since``: see
+    ``recompute_slots``)."""
     if not windows:
         return []
 
-    def stated_at(fact_id: int, instant: str, inclusive: bool) -> str | None:
-        """The end a stored fact had stated once the assertions behind it before (or up to)
-        ``instant`` were resolved: the latest ``invalid_at`` among them, as they were
-        before this change (those it took out at ``at`` still count)."""
-        return db.execute(
-            f"SELECT max(a.invalid_at) FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id "
-            f"WHERE p.fact_id = ? AND (a.expired_at IS NULL OR a.expired_at = ?) "
-            f"AND a.instant {'<=' if inclusive else '<'} ?", [fact_id, at, instant]).fetchone()[0]
+    def stated_at(n: int) -> StatedAt:
+        since = taken_out_since.get(windows[n][0][:2], at)
+
+        def stated(fact_id: int, instant: str, inclusive: bool) -> str | None:
+            """The end a stored fact had stated once the assertions behind it before (or up
+            to) ``instant`` were resolved: the latest ``invalid_at`` among them, as they were
+            before this change (those it took out, from ``since`` on, still count)."""
+            return db.execute(
+                f"SELECT max(a.invalid_at) FROM fact_provenance p JOIN assertions a ON a.id = p.assertion_id "
+                f"WHERE p.fact_id = ? AND (a.expired_at IS NULL OR a.expired_at >= ?) "
+                f"AND a.instant {'<=' if inclusive else '<'} ?", [fact_id, since, instant]).fetchone()[0]
+        return stated
 
     # 1. Where a sweep can start for each changed instant: the stored facts before it,
     # the last two (most often the last is open there, certainly), else a few more.
@@ -384,7 +394,7 @@ def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]], at: st
         still = []
         for k in undecided:
             rows = sorted(earlier.get(k, []), key=lambda row: row["valid_at"], reverse=True)
-            start = _state_before(rows, probes[k][1], len(rows) < look_back, stated_at)
+            start = _state_before(rows, probes[k][1], len(rows) < look_back, stated_at(probes[k][0]))
             if start is None:
                 still.append(k)
             else:
@@ -429,7 +439,7 @@ def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]], at: st
         window.stored.sort(key=lambda row: row["valid_at"])
         by_part[n].append(window)
     outcomes = [outcome for n, part_windows in by_part.items()
-                for outcome in _sweep_part(db, windows[n][0], part_windows, stated_at)]
+                for outcome in _sweep_part(db, windows[n][0], part_windows, stated_at(n))]
     return outcomes + _resolve_whole(db, [windows[n][0] for n in sorted(whole)])
 
 

@@ -410,15 +410,17 @@ def underived_slots(db: Database) -> None:
     _execute_each(
         db,
         """
-        -- The slots whose facts do not yet include assertions an operation has committed:
-        -- an ingest of many batches derives facts for several batches at once
-        -- (ingest.py), and says here, in each batch's transaction, what it still owes.
-        -- Any other change to such a slot resolves it whole; the next writer to open the
-        -- file resolves those of an operation that is no longer running (killed).
+        -- The slots whose facts do not yet include what an operation has committed: an
+        -- ingest or undo of many batches derives facts for several batches at once
+        -- (store/underived.py), and says here, in each batch's transaction, what it still
+        -- owes and since when. Any other change to such a slot resolves it whole; the
+        -- next writer to open the file resolves those of an operation that is no longer
+        -- running (killed).
         CREATE TABLE underived_slots (
             subject_id INTEGER NOT NULL,
             predicate_key TEXT NOT NULL,
             operation_id TEXT NOT NULL,
+            since TEXT NOT NULL,
             PRIMARY KEY (subject_id, predicate_key, operation_id)
         ) WITHOUT ROWID;
         CREATE INDEX underived_slots_operation ON underived_slots(operation_id);

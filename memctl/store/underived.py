@@ -1,9 +1,10 @@
-"""Slots an operation has stored assertions for but not yet derived facts from.
+"""Slots an operation has changed assertions of but not yet derived facts from.
 
-An ingest of many batches stores each batch in a transaction of its own, and derives
-the facts of the slots they touched for many batches at once (``ingest.py``): a hot
-slot restated in every batch is then resolved once in a while, not once a batch. What
-it still owes is written here in the same transaction as the assertions, so that:
+An ingest or an undo of many batches changes each batch's assertions in a transaction
+of its own, and derives the facts of the slots they touched for many batches at once
+(``Owed``): a hot slot changed by every batch is then resolved once in a while, not
+once a batch. What it still owes is written here in the same transaction as the
+assertions, so that:
 
 - any other change to such a slot resolves it whole (``claim``, from
   ``recompute_slots``): its stored facts are not the exact starting point that
@@ -17,13 +18,20 @@ it still owes is written here in the same transaction as the assertions, so that
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from memctl.store import BETWEEN_BATCHES_S, next_batch_size
+from memctl.store.connection import Clock, transaction_time, write_transaction
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from memctl.store.facts import SlotChange
+    from memctl.store.episodes import Touched
+    from memctl.store.facts import SlotChange, SlotChanges
 
 Slot = tuple[int, str]  # (subject_id, predicate_key)
 
@@ -32,9 +40,9 @@ _GIVEN = ("json_each(?) j CROSS JOIN underived_slots u ON u.subject_id = json_ex
           "AND u.predicate_key = json_extract(j.value, '$[1]')")
 
 
-def owe(db: Database, operation_id: str, changed: dict[Slot, SlotChange]) -> int:
-    """The operation has committed these changes, which the slots' facts do not include
-    yet; how many instants they hold.
+def owe(db: Database, operation_id: str, changed: dict[Slot, SlotChange], at: str) -> int:
+    """The operation has committed these changes at ``at``, which the slots' facts do not
+    include yet; how many instants they hold.
 
     The changes themselves wait in a temporary table of the connection, not in Python
     objects (a set per value of a slot took 900 bytes an assertion) nor in the file (a
@@ -42,19 +50,19 @@ def owe(db: Database, operation_id: str, changed: dict[Slot, SlotChange]) -> int
     crash: neither needs them). Like the rows that say the slot is owed, they go with a
     transaction that rolls back.
     """
-    db.conn.executemany("INSERT OR IGNORE INTO underived_slots (subject_id, predicate_key, operation_id) "
-                        "VALUES (?, ?, ?)", [(*slot, operation_id) for slot in changed])
-    rows = [(*slot, object_id, instant, change.added_many)
+    db.conn.executemany("INSERT OR IGNORE INTO underived_slots (subject_id, predicate_key, operation_id, since) "
+                        "VALUES (?, ?, ?, ?)", [(*slot, operation_id, at) for slot in changed])
+    rows = [(*slot, object_id, instant, change.added_many, change.removed_many)
             for slot, change in changed.items() for object_id, instants in change.instants.items()
             for instant in instants]
-    db.conn.executemany("INSERT INTO temp.owed_changes VALUES (?, ?, ?, ?, ?)", rows)
+    db.conn.executemany("INSERT INTO temp.owed_changes VALUES (?, ?, ?, ?, ?, ?)", rows)
     return len(rows)
 
 
 def forget_changes(db: Database) -> None:
     """An empty table for the changes an operation owes (``owe``)."""
-    db.execute("CREATE TEMP TABLE IF NOT EXISTS owed_changes "
-               "(subject_id INTEGER, predicate_key TEXT, object_id INTEGER, instant TEXT, many INTEGER)")
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS owed_changes (subject_id INTEGER, predicate_key TEXT, "
+               "object_id INTEGER, instant TEXT, added_many INTEGER, removed_many INTEGER)")
     db.execute("CREATE INDEX IF NOT EXISTS temp.owed_changes_slot ON owed_changes (subject_id, predicate_key)")
     db.execute("DELETE FROM temp.owed_changes")
 
@@ -66,27 +74,45 @@ def owed_slots(db: Database) -> list[tuple[Slot, int]]:
         "ORDER BY subject_id, predicate_key")]
 
 
-def release(db: Database, operation_id: str, slots: list[Slot]) -> dict[Slot, SlotChange]:
-    """The changes of these slots that the operation still owes facts for, which it no
-    longer owes; those another writer has resolved whole since are left out (exact)."""
+@dataclass
+class Released:
+    """What an operation owed for some slots, to derive now: the changes of the slots only
+    it owed, when it began to owe each (``since``: what it took out since counts as taken
+    out by the change), and the slots another operation owed too, to resolve whole."""
+
+    changes: dict[Slot, SlotChange]
+    since: dict[Slot, str]
+    whole: set[Slot]
+
+
+def release(db: Database, operation_id: str, slots: list[Slot]) -> Released:
+    """What the operation owes for these slots, which it owes no longer; a slot another
+    writer has resolved whole since is left out (it is exact), one that another operation
+    owes too is owed by neither any more (it is resolved whole)."""
     from memctl.store.facts import SlotChange
 
     given = json.dumps(slots)
-    owed = {(s, p) for s, p in db.execute(
-        f"SELECT u.subject_id, u.predicate_key FROM {_GIVEN} WHERE u.operation_id = ?", [given, operation_id])}
+    owers: dict[Slot, list[tuple[str, str]]] = {}
+    for subject_id, predicate_key, owner, since in db.execute(
+            f"SELECT u.subject_id, u.predicate_key, u.operation_id, u.since FROM {_GIVEN}", [given]):
+        owers.setdefault((subject_id, predicate_key), []).append((owner, since))
+    mine = {slot: found[0][1] for slot, found in owers.items() if [owner for owner, _ in found] == [operation_id]}
+    shared = {slot for slot, found in owers.items() if len(found) > 1 and operation_id in dict(found)}
     db.conn.executemany("DELETE FROM underived_slots WHERE subject_id = ? AND predicate_key = ? AND operation_id = ?",
-                        [(*slot, operation_id) for slot in owed])
+                        [(*slot, operation_id) for slot in mine])
+    db.conn.executemany("DELETE FROM underived_slots WHERE subject_id = ? AND predicate_key = ?", shared)
     changes: dict[Slot, SlotChange] = {}
-    for subject_id, predicate_key, object_id, instant, many in db.execute(
-            "SELECT c.subject_id, c.predicate_key, c.object_id, c.instant, c.many FROM json_each(?) j "
-            "CROSS JOIN temp.owed_changes c ON c.subject_id = json_extract(j.value, '$[0]') "
+    for subject_id, predicate_key, object_id, instant, added_many, removed_many in db.execute(
+            "SELECT c.subject_id, c.predicate_key, c.object_id, c.instant, c.added_many, c.removed_many "
+            "FROM json_each(?) j CROSS JOIN temp.owed_changes c ON c.subject_id = json_extract(j.value, '$[0]') "
             "AND c.predicate_key = json_extract(j.value, '$[1]')", [given]):
-        if (subject_id, predicate_key) in owed:
+        if (subject_id, predicate_key) in mine:
             change = changes.setdefault((subject_id, predicate_key), SlotChange())
             change.instants.setdefault(object_id, set()).add(instant)
-            change.added_many |= bool(many)
+            change.added_many |= bool(added_many)
+            change.removed_many |= bool(removed_many)
     db.conn.executemany("DELETE FROM temp.owed_changes WHERE subject_id = ? AND predicate_key = ?", slots)
-    return changes
+    return Released(changes, {slot: mine[slot] for slot in changes}, shared)
 
 
 def claim(db: Database, slots: Iterable[Slot]) -> set[Slot]:
@@ -108,3 +134,76 @@ def left_over(db: Database) -> set[Slot]:
         "ON o.id = u.operation_id WHERE o.status != 'running'")}
     db.conn.executemany("DELETE FROM underived_slots WHERE subject_id = ? AND predicate_key = ?", owed)
     return owed
+
+
+# What batches owe is derived once this many changed instants (about one an assertion),
+# or this many seconds of batches, are owed: a hot slot that every batch changes is then
+# resolved once in a while rather than once a batch, and the facts of a long operation
+# are never more than half a minute behind its assertions.
+DERIVE_EVERY_INSTANTS = 100_000
+DERIVE_EVERY_SECONDS = 30.0
+# The owed facts are derived in transactions of this many changed instants at first, then
+# sized from how long the last took, to hold the write lock about DERIVE_SECONDS at a
+# time; at most DERIVE_MOST_INSTANTS, as the rows a transaction reads around each
+# instant are held in memory while it resolves them (at 1M assertions, 10,000 instants
+# took 100 MB).
+DERIVE_FIRST_INSTANTS = 5_000
+DERIVE_MOST_INSTANTS = 50_000
+DERIVE_SECONDS = 1.0
+
+Transaction = Callable[["Database"], AbstractContextManager]
+
+
+@dataclass
+class Owed:
+    """What one operation's committed batches owe in facts (kept with ``owe``), how much, and since when."""
+
+    operation_id: str
+    instants: int = 0
+    since: float | None = None  # when the first of them was owed (time.monotonic)
+
+    def __post_init__(self) -> None:
+        self._started = False
+
+    def add(self, db: Database, touched: Touched, at: str) -> None:
+        """What a batch committed at ``at`` touched, by its changes (never a slot to resolve
+        whole: that needs no stretch of time, and is done at once)."""
+        assert not (touched.slots or touched.values), "a change to resolve whole is not owed"
+        if not self._started:
+            forget_changes(db)  # a connection's earlier operation may have left some (it failed)
+            self._started = True
+        self.instants += owe(db, self.operation_id, touched.changed, at)
+        if self.since is None:
+            self.since = time.monotonic()
+
+    def due(self) -> bool:
+        return self.since is not None and (self.instants >= DERIVE_EVERY_INSTANTS
+                                           or time.monotonic() - self.since >= DERIVE_EVERY_SECONDS)
+
+    def derive(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object], *,
+               transaction: Transaction = write_transaction) -> None:
+        """Derive every fact owed, in transactions of about ``DERIVE_SECONDS`` each (or all in
+        the caller's, for a preview: ``transaction``); each reports what it did to
+        ``on_derived``. Slots resolve independently, so each transaction leaves the slots
+        it did exact. Between two, the lock is let go a moment, so that another writer
+        waiting for it gets in."""
+        from memctl.store.facts import recompute_slots
+
+        slots = owed_slots(db) if self._started else []
+        size, start = DERIVE_FIRST_INSTANTS, 0
+        while start < len(slots):
+            if start and transaction is write_transaction:
+                time.sleep(BETWEEN_BATCHES_S)
+            began = time.monotonic()
+            end, instants = start, 0
+            while end < len(slots) and (end == start or instants + slots[end][1] <= size):
+                instants += slots[end][1]
+                end += 1
+            with transaction(db):
+                at = transaction_time(db, clock)
+                owed = release(db, self.operation_id, [slot for slot, _ in slots[start:end]])
+                on_derived(recompute_slots(db, owed.whole, at, (), owed.changes, owed.since))
+            start = end
+            size = next_batch_size(max(size, instants), time.monotonic() - began, DERIVE_SECONDS, least=100,
+                                   most=DERIVE_MOST_INSTANTS)
+        self.instants, self.since = 0, None
