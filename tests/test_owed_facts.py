@@ -193,10 +193,11 @@ def test_an_undo_in_batches_derives_what_it_took_out_as_one_transaction_would(tm
                                              predicate="runs on", valid_at_evidence="explicit", **f) for f in facts])
 
     ended = said(0, 0, [{"subject": "billing", "object": "db0", "valid_at": DAYS[0], "invalid_at": DAYS[20]}])
-    confirmed = said(1, 5, [{"subject": "billing", "object": "db0", "valid_at": DAYS[5]}])
-    later = said(2, 25, [{"subject": "cache", "object": "redis", "valid_at": DAYS[25]}])
+    # Said again and again: enough left that the slot is resolved over its stretches, not whole.
+    confirmed = [said(n, 5 + n, [{"subject": "billing", "object": "db0", "valid_at": DAYS[5 + n]}]) for n in range(1, 12)]
+    later = said(30, 25, [{"subject": "cache", "object": "redis", "valid_at": DAYS[25]}])
     memory = Memory.open(tmp_path / "m.db", FakeClock())
-    memory.ingest_episodes([ended, confirmed, later], batch_size=3)
+    memory.ingest_episodes([ended, *confirmed, later], batch_size=20)
     assert values(memory, "billing") == ["db0"]
     memory.clock.advance(seconds=1)
     seen = {}
@@ -211,28 +212,33 @@ def test_an_undo_in_batches_derives_what_it_took_out_as_one_transaction_would(tm
     plan = memory.undo([later.id, ended.id], apply=True)  # latest first: the cache, then (owed) billing
     assert plan.applied and seen["owed"] == 1
     assert owed_rows(tmp_path / "m.db") == []
-    assert current_facts(memory) == expected_facts([confirmed])
+    assert current_facts(memory) == expected_facts(confirmed)
     assert [row[7] for row in current_facts(memory)] == [None]  # open again: nobody else said it ended
     assert_exact(memory)
 
 
-def test_a_slot_two_operations_owe_is_resolved_whole_and_owed_by_neither(tmp_path):
+def test_what_is_resolved_whole_and_what_over_its_stretches(tmp_path):
     """Each operation's changes are known only to its own connection: the first to derive a
-    slot that another operation owes too resolves it whole, for both."""
+    slot that another operation owes too resolves it whole, for both. So is a slot with
+    few active assertions left for its changes (an undo that empties it)."""
     from memctl.store.facts import SlotChange
 
     memory = Memory.open(tmp_path / "m.db", FakeClock())
+    busy = [episode(n, "busy", f"db{n % 3}") for n in range(12)]
+    memory.ingest_episodes(busy + [episode(12, "quiet", "k8s"), episode(13, "shared", "k8s")], batch_size=14)
     db = memory.db
+    ids = dict(db.execute("SELECT name, id FROM entities").fetchall())
     underived.forget_changes(db)
     db.execute("INSERT INTO operations (id, kind, at, status) VALUES ('op_a', 'ingest', ?, 'running'), "
                "('op_b', 'undo', ?, 'running')", [DAYS[0], DAYS[0]])
-    shared, alone = (1, "runs_on"), (2, "runs_on")
-    underived.owe(db, "op_a", {shared: SlotChange({7: {DAYS[1]}}), alone: SlotChange({8: {DAYS[2]}})}, DAYS[3])
+    shared, quiet, busy_slot = ((ids[name], "runs_on") for name in ("shared", "quiet", "busy"))
+    underived.owe(db, "op_a", {shared: SlotChange({7: {DAYS[1]}}), quiet: SlotChange({8: {DAYS[2]}}),
+                               busy_slot: SlotChange({9: {DAYS[2]}})}, DAYS[3])
     underived.owe(db, "op_b", {shared: SlotChange({9: {DAYS[4]}})}, DAYS[4])
-    released = underived.release(db, "op_a", [shared, alone])
-    assert released.whole == {shared}
-    assert list(released.changes) == [alone] and released.changes[alone].instants == {8: {DAYS[2]}}
-    assert released.since == {alone: DAYS[3]}
+    released = underived.release(db, "op_a", [shared, quiet, busy_slot])
+    assert released.whole == {shared, quiet}  # another owes it; one assertion left for one instant
+    assert list(released.changes) == [busy_slot] and released.changes[busy_slot].instants == {9: {DAYS[2]}}
+    assert released.since == {busy_slot: DAYS[3]}
     assert db.execute("SELECT count(*) FROM underived_slots").fetchone() == (0,)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -112,7 +111,30 @@ def release(db: Database, operation_id: str, slots: list[Slot]) -> Released:
             change.added_many |= bool(added_many)
             change.removed_many |= bool(removed_many)
     db.conn.executemany("DELETE FROM temp.owed_changes WHERE subject_id = ? AND predicate_key = ?", slots)
-    return Released(changes, {slot: mine[slot] for slot in changes}, shared)
+    few = _few_left(db, {slot: sum(map(len, change.instants.values())) for slot, change in changes.items()})
+    for slot in few:
+        del changes[slot]
+    return Released(changes, {slot: mine[slot] for slot in changes}, shared | few)
+
+
+# A slot left with fewer active assertions than this many for each instant its change
+# reaches (and a few) is resolved whole: reading them all costs less than finding where
+# each stretch begins and ends. An undo of a whole ingest leaves most slots empty.
+_WHOLE_BELOW_PER_INSTANT = 2
+_WHOLE_BELOW = 8
+
+
+def _few_left(db: Database, instants: dict[Slot, int]) -> set[Slot]:
+    """Of these slots (with the number of instants their changes reach), those with few
+    active assertions left; each is counted only up to where it stops being few."""
+    if not instants:
+        return set()
+    bounds = {slot: _WHOLE_BELOW + _WHOLE_BELOW_PER_INSTANT * n for slot, n in instants.items()}
+    return {(s, p) for s, p, left in db.execute(
+        "SELECT s, p, (SELECT count(*) FROM (SELECT 1 FROM assertions a WHERE a.subject_id = s AND "
+        "a.predicate_key = p AND a.expired_at IS NULL LIMIT ?)) FROM (SELECT json_extract(value, '$[0]') AS s, "
+        "json_extract(value, '$[1]') AS p FROM json_each(?))", [max(bounds.values()), json.dumps(list(bounds))])
+        if left < bounds[s, p]}
 
 
 def claim(db: Database, slots: Iterable[Slot]) -> set[Slot]:
@@ -151,9 +173,6 @@ DERIVE_FIRST_INSTANTS = 5_000
 DERIVE_MOST_INSTANTS = 50_000
 DERIVE_SECONDS = 1.0
 
-Transaction = Callable[["Database"], AbstractContextManager]
-
-
 @dataclass
 class Owed:
     """What one operation's committed batches owe in facts (kept with ``owe``), how much, and since when."""
@@ -180,26 +199,24 @@ class Owed:
         return self.since is not None and (self.instants >= DERIVE_EVERY_INSTANTS
                                            or time.monotonic() - self.since >= DERIVE_EVERY_SECONDS)
 
-    def derive(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object], *,
-               transaction: Transaction = write_transaction) -> None:
-        """Derive every fact owed, in transactions of about ``DERIVE_SECONDS`` each (or all in
-        the caller's, for a preview: ``transaction``); each reports what it did to
-        ``on_derived``. Slots resolve independently, so each transaction leaves the slots
-        it did exact. Between two, the lock is let go a moment, so that another writer
-        waiting for it gets in."""
+    def derive(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
+        """Derive every fact owed, in write transactions of about ``DERIVE_SECONDS`` each;
+        each reports what it did to ``on_derived``. Slots resolve independently, so each
+        transaction leaves the slots it did exact. Between two, the lock is let go a
+        moment, so that another writer waiting for it gets in."""
         from memctl.store.facts import recompute_slots
 
         slots = owed_slots(db) if self._started else []
         size, start = DERIVE_FIRST_INSTANTS, 0
         while start < len(slots):
-            if start and transaction is write_transaction:
+            if start:
                 time.sleep(BETWEEN_BATCHES_S)
             began = time.monotonic()
             end, instants = start, 0
             while end < len(slots) and (end == start or instants + slots[end][1] <= size):
                 instants += slots[end][1]
                 end += 1
-            with transaction(db):
+            with write_transaction(db):
                 at = transaction_time(db, clock)
                 owed = release(db, self.operation_id, [slot for slot, _ in slots[start:end]])
                 on_derived(recompute_slots(db, owed.whole, at, (), owed.changes, owed.since))
