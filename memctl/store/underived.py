@@ -202,14 +202,14 @@ class Owed:
     def derive(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
         """Derive every fact owed, in write transactions of about ``DERIVE_SECONDS`` each;
         each reports what it did to ``on_derived``. Slots resolve independently, so each
-        transaction leaves the slots it did exact. Between two, the lock is let go a
-        moment, so that another writer waiting for it gets in."""
+        transaction leaves the slots it did exact. Once it has taken a while, the lock is
+        let go a moment between two, so that another writer waiting for it gets in."""
         from memctl.store.facts import recompute_slots
 
         slots = owed_slots(db) if self._started else []
-        size, start = DERIVE_FIRST_INSTANTS, 0
+        size, start, first = DERIVE_FIRST_INSTANTS, 0, time.monotonic()
         while start < len(slots):
-            if start:
+            if time.monotonic() - first > DERIVE_SECONDS:  # a short derivation keeps nobody waiting long
                 time.sleep(BETWEEN_BATCHES_S)
             began = time.monotonic()
             end, instants = start, 0
