@@ -218,6 +218,9 @@ class _StatsFields(NamedTuple):
     facts_valid_now: int
     facts_current_versions: int
     fact_versions: int
+    # Slots whose facts a long ingest or undo has yet to derive from what it committed (0
+    # once it is done; store/underived.py).
+    slots_awaiting_facts: int
     operations: int
     reference_time_range: list[str | None]
 

@@ -73,7 +73,9 @@ def test_later_batches_owe_their_facts_and_the_end_derives_them(tmp_path):
 
     def look():
         seen["owed"] = owed_rows(path)
-        seen["billing"] = values(Memory.open(path, FakeClock()), "billing")
+        reader = Memory.open(path, FakeClock())
+        seen["billing"] = values(reader, "billing")
+        seen["awaiting"] = reader.stats().slots_awaiting_facts
 
     report = memory.ingest_episodes(watched(MADE, 8, look), batch_size=2)
     # Four batches (episodes 0-7) have committed their episodes and owe their facts.
@@ -81,8 +83,8 @@ def test_later_batches_owe_their_facts_and_the_end_derives_them(tmp_path):
                                                                 ("svc1", "runs_on"), ("svc2", "runs_on"),
                                                                 ("svc3", "runs_on")}
     assert {operation for *_, operation in seen["owed"]} == {report.operation_id}
-    assert seen["billing"] == []
-    assert owed_rows(path) == []
+    assert seen["billing"] == [] and seen["awaiting"] == 5  # and the store says so
+    assert owed_rows(path) == [] and memory.stats().slots_awaiting_facts == 0
     assert current_facts(memory) == expected_facts(MADE)
     # The journal counts what the derivations did too: every version made is current or ended.
     assert report.facts_created - report.facts_expired == len(current_facts(memory)) > 0

@@ -195,6 +195,7 @@ def stats(db: Queryable, now: str) -> Stats:
         facts_valid_now=one(f"SELECT count(*) FROM facts f WHERE {valid_now}", *params),
         facts_current_versions=one("SELECT count(*) FROM facts WHERE expired_at IS NULL"),
         fact_versions=one("SELECT count(*) FROM facts"),
+        slots_awaiting_facts=one("SELECT count(*) FROM (SELECT DISTINCT subject_id, predicate_key FROM underived_slots)"),
         operations=one("SELECT count(*) FROM operations"),
         reference_time_range=[low, high],
     )
