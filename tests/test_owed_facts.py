@@ -1,8 +1,8 @@
-"""An ingest of many batches derives the facts of its later batches together (ingest.Owed,
-store.underived): every so often and at the end, while each batch's episodes and
+"""An ingest or undo of many batches derives the facts its batches owe together
+(store.underived.Owed): every so often and at the end, while each batch's episodes and
 assertions commit as before. Whatever happens in between, the facts come out as one
 transaction would have made them: another writer that touches an owed slot resolves it
-whole, and a killed or failed ingest's owed facts are derived by the next writer."""
+whole, and a killed or failed operation's owed facts are derived by the next writer."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def values(memory: Memory, subject: str) -> list[str]:
 
 def expected_facts(episodes: list[Episode]) -> list[tuple]:
     memory = Memory.open(":memory:", FakeClock())
-    memory.ingest_episodes(episodes, batch_size=len(episodes))  # one batch: derived in its own transaction
+    memory.ingest_episodes(episodes, batch_size=len(episodes))  # one batch
     return current_facts(memory)
 
 
@@ -152,14 +152,16 @@ def test_an_interrupted_ingest_derives_what_it_owes_before_it_stops(tmp_path):
     assert memory.operations()[0].status == "interrupted"
 
 
+def failing():
+    yield from MADE[:9]
+    raise OSError("disk gone")
+
+
+def cannot_derive(*_):
+    raise sqlite3.OperationalError("disk I/O error")
+
+
 def test_what_a_failed_ingest_could_not_derive_the_next_writer_does(tmp_path, monkeypatch):
-    def failing():
-        yield from MADE[:9]
-        raise OSError("disk gone")
-
-    def cannot_derive(*_):
-        raise sqlite3.OperationalError("disk I/O error")
-
     path = tmp_path / "m.db"
     memory = Memory.open(path, FakeClock())
     with monkeypatch.context() as patched:
@@ -271,3 +273,45 @@ def test_a_batch_that_revises_an_episode_owes_what_it_took_out_too(tmp_path):
     assert seen["billing"] == []
     assert current_facts(memory) == expected_facts([*MADE[:2], longer, *MADE[3:]])
     assert_exact(memory)
+
+
+def test_a_writer_that_runs_on_derives_what_its_failed_ingest_owed_at_its_next_one(tmp_path, monkeypatch):
+    """A server is not reopened: its next long operation derives what an earlier one of any
+    process could not, before it owes anything itself."""
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    with monkeypatch.context() as patched:
+        patched.setattr(underived.Owed, "derive", cannot_derive)
+        with pytest.raises(OSError):
+            memory.ingest_episodes(failing(), batch_size=2)
+    assert len(owed_rows(tmp_path / "m.db")) == 5
+    memory.clock.advance(seconds=1)
+    memory.ingest_episodes(MADE[8:], batch_size=2)
+    assert owed_rows(tmp_path / "m.db") == []
+    assert current_facts(memory) == expected_facts(MADE)
+    assert_exact(memory)
+
+
+def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_path, monkeypatch):
+    monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
+    monkeypatch.setattr(undo_module, "BETWEEN_BATCHES_S", 0)
+    monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    operation = memory.ingest_episodes(MADE, batch_size=len(MADE)).operation_id
+    memory.clock.advance(seconds=1)
+    batch = undo_module._undo_batch
+    calls = []
+
+    def interrupted_at_the_fourth(*args, **kwargs):
+        calls.append(args[2])  # its episodes
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return batch(*args, **kwargs)
+
+    monkeypatch.setattr(undo_module, "_undo_batch", interrupted_at_the_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        memory.undo([operation], apply=True)
+    undone = {episode_id for episodes in calls[:3] for episode_id in episodes}
+    assert len(undone) == 5  # one, then two and two: the later two batches owed their facts
+    assert owed_rows(tmp_path / "m.db") == []
+    assert current_facts(memory) == expected_facts([e for e in MADE if e.id not in undone])
+    assert [op.status for op in memory.operations()] == ["done", "interrupted"]

@@ -179,8 +179,8 @@ def _database_class() -> type[Database]:
 def open_database(path: str | Path, clock: Clock = system_clock) -> Database:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it.
 
-    The first writer after a killed ingest marks it interrupted and derives the facts it
-    still owed (``store.underived``), at ``clock``'s time.
+    The first writer after a killed ingest or undo marks it interrupted and derives the
+    facts it still owed (``store.underived``), at ``clock``'s time.
     """
     Database = _database_class()  # first: the schema's module imports sqlite-utils too
 
@@ -207,10 +207,7 @@ def open_database(path: str | Path, clock: Clock = system_clock) -> Database:
         if migrations.pending(db):  # re-checked under the write lock: another process may have just migrated
             migrations.apply(db)
         operations.mark_abandoned(db)
-        if slots := underived.left_over(db):
-            from memctl.store.facts import recompute_slots
-
-            recompute_slots(db, slots, transaction_time(db, clock))
+        underived.derive_left_over(db, lambda: transaction_time(db, clock))
     return db
 
 

@@ -202,7 +202,7 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterab
     """
     whole = set(slots)
     values = set(values)
-    # A slot whose facts an ingest in progress (or killed) still owes is resolved whole.
+    # A slot whose facts a long ingest or undo in progress (or killed) still owes is resolved whole.
     whole |= underived.claim(db, whole | set(changed or {}) | {value[:2] for value in values})
     windows: list[tuple[Part, list[str]]] = []
     changed = {slot: change for slot, change in (changed or {}).items() if slot not in whole}

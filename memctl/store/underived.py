@@ -9,10 +9,11 @@ assertions, so that:
 - any other change to such a slot resolves it whole (``claim``, from
   ``recompute_slots``): its stored facts are not the exact starting point that
   resolving only the stretch of time a change reaches relies on;
-- the operation, when it derives, resolves only the slots it still owes (``release``);
-  one that another writer resolved whole meanwhile is already exact;
+- the operation, when it derives, resolves only the slots it still owes (``release``):
+  one that another writer resolved whole meanwhile is already exact, and one that
+  another operation owes too is resolved whole, as neither knows the other's changes;
 - the slots a killed operation owed are resolved whole by the next writer to open the
-  file (``left_over``, from ``open_database``).
+  file, or the next long operation of a writer already open (``derive_left_over``).
 """
 
 from __future__ import annotations
@@ -148,14 +149,17 @@ def claim(db: Database, slots: Iterable[Slot]) -> set[Slot]:
     return owed
 
 
-def left_over(db: Database) -> set[Slot]:
-    """The slots owed by operations that are no longer running (killed, or interrupted
-    before they could derive them); they are owed by none any more."""
+def derive_left_over(db: Database, at: Callable[[], str]) -> None:
+    """Resolve whole the slots owed by operations that are no longer running (killed, or
+    interrupted and unable to derive them), in the caller's transaction, at the time
+    ``at`` gives (asked only if there are any: it may take the next transaction time)."""
     owed = {(s, p) for s, p in db.execute(
         "SELECT DISTINCT u.subject_id, u.predicate_key FROM underived_slots u JOIN operations o "
         "ON o.id = u.operation_id WHERE o.status != 'running'")}
-    db.conn.executemany("DELETE FROM underived_slots WHERE subject_id = ? AND predicate_key = ?", owed)
-    return owed
+    if owed:
+        from memctl.store.facts import recompute_slots
+
+        recompute_slots(db, owed, at())  # which claims them from every operation
 
 
 # What batches owe is derived once this many changed instants (about one an assertion),
@@ -189,7 +193,10 @@ class Owed:
         whole: that needs no stretch of time, and is done at once)."""
         assert not (touched.slots or touched.values), "a change to resolve whole is not owed"
         if not self._started:
-            forget_changes(db)  # a connection's earlier operation may have left some (it failed)
+            # An earlier operation of this connection that failed may have left changes, and
+            # one of any process the slots it owed: a server that runs on is not reopened.
+            forget_changes(db)
+            derive_left_over(db, lambda: at)
             self._started = True
         self.instants += owe(db, self.operation_id, touched.changed, at)
         if self.since is None:
