@@ -142,7 +142,7 @@ def claim(db: Database, slots: Iterable[Slot]) -> set[Slot]:
     """Of these slots, those any operation owes; they are owed by none any more, as the
     caller resolves them whole."""
     if db.execute("SELECT 1 FROM underived_slots LIMIT 1").fetchone() is None:
-        return set()  # nearly always: only a long ingest in progress (or killed) owes any
+        return set()  # nearly always: only a long ingest or undo in progress (or killed) owes any
     owed = {(s, p) for s, p in db.execute(f"SELECT DISTINCT u.subject_id, u.predicate_key FROM {_GIVEN}",
                                           [json.dumps(sorted(slots))])}
     db.conn.executemany("DELETE FROM underived_slots WHERE subject_id = ? AND predicate_key = ?", owed)
@@ -176,6 +176,7 @@ DERIVE_EVERY_SECONDS = 30.0
 DERIVE_FIRST_INSTANTS = 5_000
 DERIVE_MOST_INSTANTS = 50_000
 DERIVE_SECONDS = 1.0
+
 
 @dataclass
 class Owed:
