@@ -59,7 +59,7 @@ _PLACEHOLDER = re.compile(r"""(?ix)^(?:
     | .*(?:\.\.\.|…).*                             # elided: sk-...abc
     | <[^>]*> | \[[^\]]*\] | \{[^}]*\}.* | .*\{\{.*  # <your-key>, [REDACTED:x], {password}, {{ secrets.X }}
     | \$.* | %[\w.()]*%?s? | @\w+@                 # $X, ${X}, $(cmd), %s, %(pw)s, %X%, @X@
-    | (?:your|my|insert|enter|replace|put)[_\- ][\w .\-]*       # your_key_here, YOUR-TOKEN, my_password
+    | (?:your|my|insert|enter|replace|put)[_\- ][a-z_ .\-]*     # your_key_here, YOUR-TOKEN, my_password (not My_7zfS3W)
     | [\w.\-]*[_\-]here | [\w.\-]*(?:placeholder|example|sample|dummy|fake|changeme|change_me|changeit)[\w.\-]*
     | (?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+(?:[_\-][a-z]+)+)  # a name (OPENAI_API_KEY, user_password), not a value
     | password|passwd|pass|pwd|secret|token|key|apikey|api_key|test|testing|none|null|nil|undefined

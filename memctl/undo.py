@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 from memctl import repair
 from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
 from memctl.reports import Effects, FactChange, UndoKind, UndoPlan
-from memctl.store import BETWEEN_BATCHES_S, Queryable, next_batch_size, reads, underived
+from memctl.store import Queryable, let_others_in, next_batch_size, reads, underived
 from memctl.store import operations as journal
 from memctl.store.connection import (
     Clock,
@@ -186,12 +186,13 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
                 if not plan.purge:  # a purge erases fact versions: it needs them exact at once
                     owed = underived.Owed(entry.id)
             size, began = UNDO_FIRST_BATCH, time.monotonic()
+            first = began
             changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, entry))
         start = size
         while start < len(ordered):
             size = next_batch_size(size, time.monotonic() - began, UNDO_BATCH_SECONDS, least=100, most=UNDO_MAX_BATCH)
             if command is not None:
-                time.sleep(BETWEEN_BATCHES_S)
+                let_others_in(first, after=UNDO_BATCH_SECONDS)
             with batch_transaction(db):
                 began = time.monotonic()
                 at = transaction_time(db, clock)

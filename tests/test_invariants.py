@@ -125,7 +125,7 @@ def test_undo_is_an_exact_inverse(made, data, purge):
     memory = ingested([first, later])
     memory.clock.advance(seconds=1)
     # In batches: the first resolves its facts as it commits, the rest owe theirs until the end.
-    with patch.object(undo, "UNDO_FIRST_BATCH", data.draw(st.integers(1, 3))), patch.object(undo, "BETWEEN_BATCHES_S", 0):
+    with patch.object(undo, "UNDO_FIRST_BATCH", data.draw(st.integers(1, 3))):
         plan = memory.undo([e.id for e in undone], apply=True, purge=purge)
     assert plan["applied"] and sorted(plan["episodes"]) == sorted(e.id for e in undone)
     remaining = [e for e in made if e.id not in {u.id for u in undone}]

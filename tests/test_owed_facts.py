@@ -187,7 +187,6 @@ def test_an_undo_in_batches_derives_what_it_took_out_as_one_transaction_would(tm
     stated for a fact another episode also supports (a resolution that forgot it would
     keep the fact ending where the undone episode said)."""
     monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
-    monkeypatch.setattr(undo_module, "BETWEEN_BATCHES_S", 0)
 
     def said(position: int, day: int, facts: list[dict]) -> Episode:
         text = f"episode {position}"
@@ -293,7 +292,6 @@ def test_a_writer_that_runs_on_derives_what_its_failed_ingest_owed_at_its_next_o
 
 def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_path, monkeypatch):
     monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
-    monkeypatch.setattr(undo_module, "BETWEEN_BATCHES_S", 0)
     monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
     memory = Memory.open(tmp_path / "m.db", FakeClock())
     operation = memory.ingest_episodes(MADE, batch_size=len(MADE)).operation_id

@@ -52,6 +52,8 @@ def test_each_secret_goes_and_its_name_stays(plant):
     ("log in with password hunter22 and change it", "log in with password [REDACTED:password] and change it"),
     ("the wifi passphrase is now 'Gr33n-Tea!'", "the wifi passphrase is now '[REDACTED:password]'"),
     ("our API key for staging is zq81LmP0xx9w2k.", "our API key for staging is [REDACTED:api_key]."),
+    # a generated value that begins as a placeholder does ("my_password") is not one
+    ('connect(user="app", password="My_7zfS3WL9d44")', 'connect(user="app", password="[REDACTED:password]")'),
 ])
 def test_only_the_value_is_replaced(text, expected):
     assert redact(text)[0] == expected

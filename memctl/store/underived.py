@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memctl.store import BETWEEN_BATCHES_S, next_batch_size
+from memctl.store import let_others_in, next_batch_size
 from memctl.store.connection import Clock, transaction_time, write_transaction
 
 if TYPE_CHECKING:
@@ -217,8 +217,8 @@ class Owed:
         slots = owed_slots(db) if self._started else []
         size, start, first = DERIVE_FIRST_INSTANTS, 0, time.monotonic()
         while start < len(slots):
-            if time.monotonic() - first > DERIVE_SECONDS:  # a short derivation keeps nobody waiting long
-                time.sleep(BETWEEN_BATCHES_S)
+            if start:
+                let_others_in(first, after=DERIVE_SECONDS)
             began = time.monotonic()
             end, instants = start, 0
             while end < len(slots) and (end == start or instants + slots[end][1] <= size):
