@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -99,10 +98,7 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
         # Committed batches stay (each holds whole episodes); say the rest never came.
         if entry is not None and owed is not None:
             journal.finish_apart(db, clock, entry.id, "interrupted")
-            # What they owe is derived now if it can be; else the next memctl to open
-            # the file derives it (store.underived).
-            with suppress(Exception):
-                owed.derive(db, clock, derived)
+            owed.derive_if_it_can(db, clock, derived)
         raise
     if entry is not None:
         report.operation_id = entry.id

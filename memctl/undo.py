@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -206,9 +206,8 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
         # Committed batches stay (each a consistent state); the journal says the rest never came.
         if entry is not None:
             journal.finish_apart(db, clock, entry.id, "interrupted")
-            if owed is not None:  # derived now if it can be; else by the next memctl to open the file
-                with suppress(Exception):
-                    owed.derive(db, clock, changes.absorb)
+            if owed is not None:
+                owed.derive_if_it_can(db, clock, changes.absorb)
         raise
     plan.effects = effects(db, changes)
     if entry is not None:
@@ -231,14 +230,14 @@ def _undo_batch(db: Database, at: str, episode_ids: list[str], touched: Touched,
     owed), and the journal's list of episodes taken out brought up to date."""
     if purge:
         changes = purge_episodes(db, episode_ids, at)
-    elif owed is not None:
-        touched.update(expire_episodes(db, episode_ids, at))
-        rename(db, touched)
-        owed.add(db, touched, at)
-        changes = SlotChanges()
     else:
         touched.update(expire_episodes(db, episode_ids, at))
-        changes = recompute(db, at, touched)
+        if owed is None:
+            changes = recompute(db, at, touched)
+        else:
+            rename(db, touched)
+            owed.add(db, touched, at)
+            changes = SlotChanges()
     if entry is not None:
         assert entry.episode_ids is not None
         entry.episode_ids += episode_ids

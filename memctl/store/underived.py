@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memctl.store import let_others_in, next_batch_size
@@ -185,9 +186,7 @@ class Owed:
     operation_id: str
     instants: int = 0
     since: float | None = None  # when the first of them was owed (time.monotonic)
-
-    def __post_init__(self) -> None:
-        self._started = False
+    _started: bool = field(default=False, init=False, repr=False)  # this connection's table is its own
 
     def add(self, db: Database, touched: Touched, at: str) -> None:
         """What a batch committed at ``at`` touched, by its changes (never a slot to resolve
@@ -226,9 +225,16 @@ class Owed:
                 end += 1
             with write_transaction(db):
                 at = transaction_time(db, clock)
-                owed = release(db, self.operation_id, [slot for slot, _ in slots[start:end]])
-                on_derived(recompute_slots(db, owed.whole, at, (), owed.changes, owed.since))
+                released = release(db, self.operation_id, [slot for slot, _ in slots[start:end]])
+                on_derived(recompute_slots(db, released.whole, at, (), released.changes, released.since))
             start = end
             size = next_batch_size(max(size, instants), time.monotonic() - began, DERIVE_SECONDS, least=100,
                                    most=DERIVE_MOST_INSTANTS)
         self.instants, self.since = 0, None
+
+    def derive_if_it_can(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
+        """``derive``, for an operation that is failing or interrupted: what cannot be
+        derived now (the failure may be the disk's) is left to the next writer, which
+        derives what a no-longer-running operation owed (``derive_left_over``)."""
+        with suppress(Exception):
+            self.derive(db, clock, on_derived)
