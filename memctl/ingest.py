@@ -8,6 +8,7 @@ The whole ingest is one operation in the journal, running until its last batch.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
@@ -28,6 +29,9 @@ from memctl.store.facts import SlotChanges
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
+# A facts file's checked episodes are set aside in memory up to this size, then in a
+# temporary file (a million facts make about 400 MB of them).
+SPOOL_IN_MEMORY_BYTES = 32 << 20
 # What an ingest's journal row counts, kept up to date batch by batch.
 COUNTED = ("added", "reactivated", "revised", "assertions", "facts_created", "facts_expired")
 
@@ -152,37 +156,48 @@ def read_sources(
             f"nothing here is a log memctl reads ({len(files)} file(s)); formats: {', '.join(FORMATS)} "
             "(auto-detected, or forced with --format)"
         )
-    for path, fmt in files:
-        if fmt is None:
-            report.unrecognised.append(str(path))
-        elif fmt == "facts":
-            from memctl.sources import facts
+    # A facts file's checked episodes wait here to be stored (``facts.check``); in memory
+    # while they are few.
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY_BYTES) as spool:
+        checked: dict[Path, int] = {}
+        for path, fmt in files:
+            if fmt is None:
+                report.unrecognised.append(str(path))
+            elif fmt == "facts":
+                from memctl.sources import facts
 
-            facts.check(path, options)
-    episodes_read = 0
-    for path, fmt in files:
-        if on_file is not None:
-            on_file(path, episodes_read)
-        if fmt is None:
-            continue
-        report.formats[fmt] = report.formats.get(fmt, 0) + 1
-        if fmt == "aider":
-            report.aider_zone = options.tz or f"this machine's zone ({time.strftime('%Z')})"
-        dated = undated = 0
-        try:
-            for item in parse(path, options, fmt):
-                if isinstance(item, Skipped):
-                    report.skip(path, item)
-                    undated += item.reason == NO_TIME
-                    continue
-                dated += 1
-                episodes_read += 1
-                yield item
-        except FileRefused as error:
-            report.refused.append(str(error))
-            continue
-        if undated:
-            report.refused.append(f"{path}: {undated} turn(s) with {NO_TIME}" + ("" if dated else " (the whole file)"))
+                checked[path] = facts.check(path, options, spool)
+        spool.seek(0)
+        episodes_read = 0
+        for path, fmt in files:
+            if on_file is not None:
+                on_file(path, episodes_read)
+            if fmt is None:
+                continue
+            report.formats[fmt] = report.formats.get(fmt, 0) + 1
+            if fmt == "aider":
+                report.aider_zone = options.tz or f"this machine's zone ({time.strftime('%Z')})"
+            dated = undated = 0
+            if fmt == "facts":
+                from memctl.sources import facts
+
+                items: Iterable[Episode | Skipped] = facts.checked(spool, checked[path])
+            else:
+                items = parse(path, options, fmt)
+            try:
+                for item in items:
+                    if isinstance(item, Skipped):
+                        report.skip(path, item)
+                        undated += item.reason == NO_TIME
+                        continue
+                    dated += 1
+                    episodes_read += 1
+                    yield item
+            except FileRefused as error:
+                report.refused.append(str(error))
+                continue
+            if undated:
+                report.refused.append(f"{path}: {undated} turn(s) with {NO_TIME}" + ("" if dated else " (the whole file)"))
 
 
 def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:

@@ -1,7 +1,7 @@
 """What flows from sources and extractors into the store.
 
-Every extractor (structured import, rules, LLM) produces ``Assertion`` objects; pydantic
-validates them before anything is stored, so the store never sees a garbage date.
+Every extractor (structured import, rules, LLM) produces ``Assertion`` objects, checked
+when built, so the store never sees a garbage date.
 """
 
 from __future__ import annotations
@@ -9,22 +9,29 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
 from memctl import names
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 Evidence = Literal["text", "relative", "reference", "explicit", "repair"]
 Precision = Literal["instant", "day", "month", "quarter", "year"]
 Cardinality = Literal["one", "many"]
 
 
-class Assertion(BaseModel):
-    """One thing an episode said, with its dates already in storage form."""
+class InvalidAssertion(ValueError):
+    """Fields that make no assertion; the message names the field, as pydantic's do
+    ("subject: '' is not a usable name")."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
+_EVIDENCE: frozenset[str | None] = frozenset([*get_args(Evidence), None])
+_PRECISION: frozenset[str | None] = frozenset([*get_args(Precision), None])
+_CARDINALITY: frozenset[str | None] = frozenset(get_args(Cardinality))
+
+
+class _AssertionFields(NamedTuple):
     subject: str
     predicate: str
     object: str
@@ -37,30 +44,55 @@ class Assertion(BaseModel):
     invalid_at_precision: Precision | None = None
     date_span: str | None = None
     cardinality: Cardinality = "one"
-    extractor: str
+    extractor: str = ""  # required when built (``Assertion.__new__``)
     extracted_at: str | None = None  # None: when the store takes it in
 
-    @field_validator("subject", "object")
-    @classmethod
-    def _named(cls, value: str) -> str:
-        if not names.entity_key(value):
-            raise ValueError(f"{value!r} is not a usable name")
-        return value.strip()
 
-    @field_validator("predicate")
-    @classmethod
-    def _predicate(cls, value: str) -> str:
-        if not names.predicate_key(value):
-            raise ValueError(f"{value!r} is not a usable predicate")
-        return value.strip()
+class Assertion(_AssertionFields):
+    """One thing an episode said, with its dates already in storage form.
 
-    @model_validator(mode="after")
-    def _interval(self) -> Assertion:
-        if self.valid_at is None and self.invalid_at is None:
-            raise ValueError("an assertion needs valid_at, or invalid_at for a retraction")
-        if self.valid_at is not None and self.invalid_at is not None and self.invalid_at <= self.valid_at:
-            raise ValueError(f"invalid_at {self.invalid_at} is not after valid_at {self.valid_at}")
-        return self
+    Checked when built (InvalidAssertion), so that the store never sees a garbage date
+    or a name with no key; immutable. A tuple rather than a pydantic model: a backfill
+    builds one per fact, and a model cost five times as much to build. ``_make`` and
+    ``_replace`` do not check again: they are for values that were an assertion already.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, subject: str, predicate: str, object: str, fact: str, valid_at: str | None, *,
+                valid_at_evidence: Evidence | None = None, valid_at_precision: Precision | None = None,
+                invalid_at: str | None = None, invalid_at_evidence: Evidence | None = None,
+                invalid_at_precision: Precision | None = None, date_span: str | None = None,
+                cardinality: Cardinality = "one", extractor: str, extracted_at: str | None = None) -> Assertion:
+        strings: tuple[tuple[str, Any], ...] = (("subject", subject), ("predicate", predicate),
+                                                   ("object", object), ("fact", fact), ("extractor", extractor))
+        for name, value in strings:
+            if not isinstance(value, str):
+                raise InvalidAssertion(f"{name}: must be a string, got {value!r}")
+        optional: tuple[tuple[str, Any], ...] = (("valid_at", valid_at), ("invalid_at", invalid_at),
+                                                    ("date_span", date_span), ("extracted_at", extracted_at))
+        for name, value in optional:
+            if value is not None and not isinstance(value, str):
+                raise InvalidAssertion(f"{name}: must be a string or null, got {value!r}")
+        chosen: tuple[tuple[str, Any, frozenset[str | None]], ...] = (
+            ("valid_at_evidence", valid_at_evidence, _EVIDENCE), ("valid_at_precision", valid_at_precision, _PRECISION),
+            ("invalid_at_evidence", invalid_at_evidence, _EVIDENCE),
+            ("invalid_at_precision", invalid_at_precision, _PRECISION), ("cardinality", cardinality, _CARDINALITY))
+        for name, value, allowed in chosen:
+            if value not in allowed:
+                raise InvalidAssertion(f"{name}: {value!r} is not one of {sorted(v for v in allowed if v)}")
+        for name, value in (("subject", subject), ("object", object)):
+            if not names.entity_key(value):
+                raise InvalidAssertion(f"{name}: {value!r} is not a usable name")
+        if not names.predicate_key(predicate):
+            raise InvalidAssertion(f"predicate: {predicate!r} is not a usable predicate")
+        if valid_at is None and invalid_at is None:
+            raise InvalidAssertion("an assertion needs valid_at, or invalid_at for a retraction")
+        if valid_at is not None and invalid_at is not None and invalid_at <= valid_at:
+            raise InvalidAssertion(f"invalid_at {invalid_at} is not after valid_at {valid_at}")
+        return tuple.__new__(cls, (subject.strip(), predicate.strip(), object.strip(), fact, valid_at,
+                                   valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence,
+                                   invalid_at_precision, date_span, cardinality, extractor, extracted_at))
 
 
 def validation_messages(error: ValidationError) -> list[str]:

@@ -398,6 +398,13 @@ def _triggers_in(folded: str) -> set[str]:
     return {t for t in _IN_TEXT if t in folded} | {t for t in _IN_TOKENS if t in words}
 
 
+def could_hold_secret(text: str) -> bool:
+    """Whether a rule could find a secret in ``text``. When not, no rule could in any part
+    of it either: a trigger is looked for as a substring, and a token's in a word at least
+    as long (``_triggers_in``)."""
+    return bool(_triggers_in(text.lower()))
+
+
 def redact_into(text: str, found: dict[str, int]) -> str:
     """``text`` redacted, the kinds it held added to ``found``."""
     folded = text.lower()
@@ -426,8 +433,8 @@ def redact_into(text: str, found: dict[str, int]) -> str:
 
 def _redact_assertion(assertion: Assertion, found: dict[str, int]) -> Assertion:
     """The assertion with its subject, object and sentence redacted, kinds added to ``found``."""
-    update = {name: redact_into(getattr(assertion, name), found) for name in ("subject", "object", "fact")}
-    return assertion.model_copy(update=update)
+    return assertion._replace(subject=redact_into(assertion.subject, found),
+                              object=redact_into(assertion.object, found), fact=redact_into(assertion.fact, found))
 
 
 def redact_episode(episode: Episode) -> Episode:

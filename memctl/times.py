@@ -8,8 +8,10 @@ that string order is time order and SQLite can compare instants as strings.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from functools import lru_cache
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from memctl.errors import BadInput
 
@@ -32,6 +34,9 @@ _COMMON = re.compile(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+T = TypeVar("T")
+
+
 class BadInstant(ValueError):
     """Input that is not an instant; the message is fit to show a user."""
 
@@ -48,11 +53,35 @@ def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
     honoured (``2025-01-01T00:00:00+02:00`` is ``2024-12-31T22:00:00Z``). Anything
     else raises BadInstant naming ``what`` and showing an example — never a fallback.
     """
+    return _read(_parse_text, text, what)
+
+
+def stored_instant(text: object, *, what: str = "date") -> tuple[str, Precision]:
+    """``parse_instant``'s instant in storage form, and the precision it was given with."""
+    return _read(_stored_text, text, what)
+
+
+def _read(parse: Callable[[str], T], text: object, what: str) -> T:
     if not isinstance(text, str):
         raise BadInstant(f"{what} must be an ISO-8601 string, got {text!r}; example: {EXAMPLE}")
+    try:
+        return parse(text)
+    except BadInstant as error:
+        raise BadInstant(f"{what} {error}") from None
+
+
+@lru_cache(maxsize=1 << 12)
+def _stored_text(text: str) -> tuple[str, Precision]:
+    parsed = _parse_text(text)
+    return to_storage(parsed.at), parsed.precision
+
+
+@lru_cache(maxsize=1 << 12)  # pure, and a backfill repeats its dates: a line's facts, a day's lines
+def _parse_text(text: str) -> ParsedInstant:
+    """``parse_instant`` of a string; BadInstant's message lacks only what the string is."""
     stripped = text.strip()
     if not stripped:
-        raise BadInstant(f"{what} is empty; give an ISO-8601 date or datetime, example: {EXAMPLE}")
+        raise BadInstant(f"is empty; give an ISO-8601 date or datetime, example: {EXAMPLE}")
     if _COMMON.fullmatch(stripped):
         try:
             fast = datetime.fromisoformat(stripped)
@@ -69,14 +98,14 @@ def parse_instant(text: object, *, what: str = "date") -> ParsedInstant:
     except (ValueError, OverflowError) as error:
         reason = str(error) or "not ISO-8601"
         raise BadInstant(
-            f"{what} {text!r} is not a valid ISO-8601 date ({reason}); example: {EXAMPLE}"
+            f"{text!r} is not a valid ISO-8601 date ({reason}); example: {EXAMPLE}"
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     try:
         at = parsed.astimezone(UTC)
     except OverflowError:
-        raise BadInstant(f"{what} {text!r} is out of range; example: {EXAMPLE}") from None
+        raise BadInstant(f"{text!r} is out of range; example: {EXAMPLE}") from None
     precision: Precision
     if _YEAR.match(stripped):
         precision = "year"
@@ -109,7 +138,7 @@ def from_storage(text: str) -> datetime:
 
 def normalize_instant(text: object, *, what: str = "date") -> str:
     """User or file input → storage string; raises BadInstant on anything invalid."""
-    return to_storage(parse_instant(text, what=what).at)
+    return stored_instant(text, what=what)[0]
 
 
 def instant_argument(value: str | None, *, what: str) -> str | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memctl import BadInput, IngestOptions
 from tests.conftest import write_jsonl
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "team.facts.jsonl"
@@ -207,6 +208,25 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, db_path, tmp_path,
     assert run.code == 2, run.err
     assert len(run.err.strip().splitlines()) == 1 and message in run.err and "Traceback" not in run.err
     assert table_counts(db_path) == counts
+
+
+def test_a_facts_file_is_stored_as_it_was_checked_even_if_it_grows_meanwhile(memory, tmp_path):
+    """What ingest stores of a facts file is what it checked whole: a line written to the
+    file after the check (a writer still appending) is neither stored unchecked nor allowed
+    to refuse the file halfway through; the next ingest reads it."""
+    source = write_jsonl(tmp_path / "growing.jsonl",
+                         [line(f"2024-01-{day:02d}", fact(f"svc{day}", "uses", "Postgres")) for day in range(1, 6)])
+
+    def append(path: Path, _episodes_so_far: int) -> None:
+        with path.open("a") as handle:
+            handle.write('{"reference_time": "2024-02-30", "facts": []}\n')
+
+    report = memory.ingest([source], IngestOptions(format="facts"), on_file=append)
+    assert report.added == 5
+    assert memory.stats().episodes == 5
+    with pytest.raises(BadInput, match="growing.jsonl:6"):
+        memory.ingest([source], IngestOptions(format="facts"))
+    assert memory.stats().episodes == 5
 
 
 def test_reference_time_fallbacks(cli, db_path, tmp_path):

@@ -438,7 +438,7 @@ def test_every_assertion_validates_and_carries_its_provenance():
     found = extract_text(ALL_TEXT, REF, EXTRACTED)
     assert len(found) >= len(PATTERNS)
     for a in found:
-        assert Assertion.model_validate(a.model_dump()) == a
+        assert Assertion(**a._asdict()) == a
         assert a.extractor == "rules" and a.extracted_at == EXTRACTED
         assert 0 < len(a.fact) <= 300 and a.fact in ALL_TEXT.replace("`", "")
         assert a.date_span is None or a.date_span in a.fact
@@ -448,7 +448,7 @@ def test_every_assertion_validates_and_carries_its_provenance():
 def test_it_is_deterministic():
     assert extract_text(ALL_TEXT, REF, EXTRACTED) == extract_text(ALL_TEXT, REF, EXTRACTED)
     later = extract_text(ALL_TEXT, REF, "2030-01-01T00:00:00.000000Z")
-    assert [a.model_copy(update={"extracted_at": EXTRACTED}) for a in later] == extract_text(ALL_TEXT, REF, EXTRACTED)
+    assert [a._replace(extracted_at=EXTRACTED) for a in later] == extract_text(ALL_TEXT, REF, EXTRACTED)
 
 
 def test_a_fact_said_twice_in_an_episode_is_one_assertion():
@@ -512,7 +512,7 @@ def test_real_claude_code_sessions_give_real_facts_and_no_date_after_its_episode
         for a in extract_text(episode.content, episode.reference_time, EXTRACTED):
             found.append((episode, a))
             assert (a.valid_at or a.invalid_at) <= episode.reference_time
-            assert Assertion.model_validate(a.model_dump()) == a
+            assert Assertion(**a._asdict()) == a
             assert guard(a, episode.content, episode.reference_time) == (a, [])
     triples = {(a.subject, a.predicate, a.object, a.valid_at is None) for _, a in found}
     assert len(found) >= 5 and len({a.fact for _, a in found}) >= 3

@@ -264,9 +264,9 @@ def damaged(draw):
     for episode in made:
         episode.format, episode.extraction = "jsonl", "done"
         episode.assertions = [
-            a.model_copy(update={"extracted_at": EXTRACTION_DAY,
-                                 **({"valid_at": INVENTED} if a.invalid_at is None and a.valid_at and draw(st.booleans())
-                                    else {})})
+            a._replace(extracted_at=EXTRACTION_DAY,
+                       **({"valid_at": INVENTED} if a.invalid_at is None and a.valid_at and draw(st.booleans())
+                          else {}))
             for a in episode.assertions
         ]
     return made

@@ -4,6 +4,7 @@ wording, any ISO-8601 form for times, and a package that imports lazily."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import memctl
 from memctl import BadInput, IngestOptions, Memory, NotFound, NotUndoable, build_extractor
 from memctl.entry import message
+from memctl.model import Assertion, InvalidAssertion
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "team.facts.jsonl"
 
@@ -98,3 +100,32 @@ def test_the_package_exports_the_api_and_imports_nothing_heavy_until_asked():
              "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+ASSERTION = {"subject": " Alice ", "predicate": "lives in", "object": "Paris", "fact": "Alice lives in Paris",
+             "valid_at": "2024-03-01T00:00:00.000000Z", "extractor": "test"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"subject": "!!"}, "subject: '!!' is not a usable name"),
+        ({"object": " "}, "object: ' ' is not a usable name"),
+        ({"predicate": "--"}, "predicate: '--' is not a usable predicate"),
+        ({"object": 3}, "object: must be a string, got 3"),
+        ({"date_span": 5}, "date_span: must be a string or null"),
+        ({"valid_at_evidence": "guess"}, "valid_at_evidence: 'guess' is not one of"),
+        ({"invalid_at_precision": "week", "invalid_at": "2025-01-01T00:00:00.000000Z"}, "invalid_at_precision"),
+        ({"cardinality": "two"}, "cardinality: 'two' is not one of ['many', 'one']"),
+        ({"valid_at": None}, "an assertion needs valid_at, or invalid_at for a retraction"),
+        ({"invalid_at": "2024-03-01T00:00:00.000000Z"}, "is not after valid_at"),
+    ],
+)
+def test_an_assertion_is_checked_when_built(change, message):
+    """What every extractor hands the store: a bad field refuses the assertion, naming the
+    field; a good one is kept as built, its names stripped."""
+    good = Assertion(**ASSERTION)
+    assert (good.subject, good.object) == ("Alice", "Paris")
+    assert Assertion(**good._asdict()) == good
+    with pytest.raises(InvalidAssertion, match=re.escape(message)):
+        Assertion(**{**ASSERTION, **change})

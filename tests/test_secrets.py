@@ -141,6 +141,27 @@ def test_add_memory_redacts_its_text_its_facts_and_its_source(tmp_path, server, 
     assert_nothing_stored(tmp_path / "m.db")
 
 
+def test_a_facts_line_that_spells_its_secrets_with_escapes_keeps_none_of_them(tmp_path):
+    """A JSON writer may escape what needs no escaping: PHP writes every "/" as "\\/", and
+    any writer may spell a letter as \\u0067. The line as written then holds no secret's
+    shape, though the strings it stands for do; neither its facts nor its text may keep one."""
+    token, password = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "Zq81-vV3rT"
+    path = tmp_path / "escaped.jsonl"
+    path.write_text(
+        '{"reference_time": "2025-01-02T03:04:05Z", "facts": ['
+        '{"subject": "deploy bot", "predicate": "uses", "object": "\\u0067hp_' + token[4:] + '"}, '
+        '{"subject": "ci", "predicate": "pulls from", '
+        '"object": "https:\\/\\/deploy:' + password + '@git.example.com\\/repo.git"}]}\n')
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    report = memory.ingest([path], IngestOptions(format="facts"))
+    stored = file_bytes(tmp_path / "m.db")
+    memory.close()
+    assert report.added == 1
+    # each in its object (the sentence is made from the object redacted) and in the line's text
+    assert report.redacted == {"github_token": 2, "url_password": 2}
+    assert leaks(stored, [token, password]) == []
+
+
 def test_episodes_a_caller_built_are_redacted_with_their_assertions(tmp_path):
     memory = Memory.open(tmp_path / "m.db", FakeClock())
     at = "2024-05-01T10:00:00.000000Z"

@@ -218,7 +218,7 @@ def guard_fields(fields: Mapping[str, Any], text: str, reference_time: str,
 
 def guard(assertion: Assertion, text: str, reference_time: str,
           stated: Mapping[str, Stated] | None = None) -> tuple[Assertion, list[str]]:
-    """``guard_fields`` on a built assertion. Raises ``ValueError`` (pydantic's
-    ``ValidationError``) when the guarded dates are no interval; see ``guard_fields``."""
-    fields, changes = guard_fields(assertion.model_dump(), text, reference_time, stated)
+    """``guard_fields`` on a built assertion. Raises ``InvalidAssertion`` when the guarded
+    dates are no interval; see ``guard_fields``."""
+    fields, changes = guard_fields(assertion._asdict(), text, reference_time, stated)
     return (Assertion(**fields) if changes else assertion), changes

@@ -60,7 +60,7 @@ from memctl.extract.prompt import (
     correction_message,
     with_schema_in_prompt,
 )
-from memctl.model import Assertion, Precision, validation_messages
+from memctl.model import Assertion, InvalidAssertion, Precision, validation_messages
 
 DEFAULT_TIMEOUT = 120.0  # seconds per call; local models on a laptop are slow
 DEFAULT_MAX_RETRIES = 4  # transport retries per call, so up to 5 attempts
@@ -307,8 +307,8 @@ def parse_reply(text: str, *, extractor: str, extracted_at: str, episode: str, r
         fields, changes = guard_fields(fields, episode, reference_time, stated)
         try:
             result.assertions.append(Assertion(**fields))
-        except ValidationError as error:
-            result.problems.append(Problem(where, what, "; ".join(validation_messages(error))))
+        except InvalidAssertion as error:
+            result.problems.append(Problem(where, what, str(error)))
             continue
         result.guard_changes += len(changes)
     return result

@@ -126,11 +126,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Required, TypedDict, TypeGuard
 
-from pydantic import ValidationError
-
 from memctl import names, times
 from memctl.extract import Request, Result, dates
-from memctl.model import Assertion, Cardinality, Evidence, Precision
+from memctl.model import Assertion, Cardinality, Evidence, InvalidAssertion, Precision
 
 NAME = "rules"
 MAX_SENTENCE = 300
@@ -1127,7 +1125,7 @@ def extract_text(text: str, reference_time: str, extracted_at: str) -> list[Asse
                 assertion = Assertion(subject=item.subject, predicate=item.predicate, object=item.object, fact=fact,
                                       date_span=date.span if date else None, cardinality=item.cardinality,
                                       extractor=NAME, extracted_at=extracted_at, **dated)
-            except ValidationError:
+            except InvalidAssertion:
                 continue
             key = (names.entity_key(assertion.subject), assertion.predicate, names.entity_key(assertion.object),
                    assertion.valid_at, assertion.invalid_at)

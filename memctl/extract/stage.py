@@ -15,13 +15,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from pydantic import ValidationError
-
 from memctl.errors import LLMUnavailable
 from memctl.extract import Extractor, Request, Result, reads_context
 from memctl.extract.guard import guard, stated_dates
 from memctl.extract.prompt import CONTEXT_EPISODES, shown_context
-from memctl.model import Assertion, Episode, validation_messages
+from memctl.model import Assertion, Episode, InvalidAssertion
 from memctl.names import keys_in_text
 from memctl.reports import IngestReport
 from memctl.store import batches
@@ -109,9 +107,8 @@ def take_result(report: IngestReport, target: Target, request: Request, result: 
         for assertion in result.assertions:
             try:
                 guarded, changes = guard(assertion, request.text, request.reference_time, stated)
-            except ValidationError as error:
-                dropped.append(f"{assertion.subject} {assertion.predicate} {assertion.object}: "
-                               f"{'; '.join(validation_messages(error))}")
+            except InvalidAssertion as error:
+                dropped.append(f"{assertion.subject} {assertion.predicate} {assertion.object}: {error}")
                 continue
             report.guard_changes += len(changes)
             target.assertions.append(guarded)

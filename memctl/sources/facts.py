@@ -15,16 +15,18 @@ subject, object and sentence before anything is stored.
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal, NamedTuple, TypedDict
+from typing import IO, Literal, NamedTuple, Required
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic reads typing's own only from Python 3.12
 
 from memctl import times
-from memctl.errors import BadInput
-from memctl.model import Assertion, Episode, Evidence, Precision, content_hash
-from memctl.redact import redact_into
+from memctl.errors import BadInput, StoreUnavailable
+from memctl.model import Assertion, Episode, Evidence, InvalidAssertion, Precision, content_hash
+from memctl.redact import could_hold_secret, redact_into
 from memctl.sources import Head, IngestOptions, cut, fallback_reference_time, read_jsonl
 
 NAME = "facts"
@@ -34,44 +36,35 @@ def sniff(path: Path, head: Head) -> bool:
     return isinstance(head.jsonl_record, dict) and "facts" in head.jsonl_record
 
 
-class _Fact(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    subject: str
-    predicate: str
-    object: str
-    fact: str | None = None
-    valid_at: str | None = None
-    invalid_at: str | None = None
-    cardinality: Literal["one", "many"] = "one"
-    retracted: bool = False
-    extracted_at: str | None = None
-
-    @model_validator(mode="after")
-    def _retraction(self) -> _Fact:
-        if self.retracted and self.valid_at is not None:
-            raise ValueError("a retracted fact has no valid_at; give invalid_at, when it stopped holding")
-        return self
+@with_config(ConfigDict(extra="forbid", strict=True))
+class _Fact(TypedDict, total=False):
+    subject: Required[str]
+    predicate: Required[str]
+    object: Required[str]
+    fact: str | None
+    valid_at: str | None
+    invalid_at: str | None
+    cardinality: Literal["one", "many"]
+    retracted: bool
+    extracted_at: str | None
 
 
-class _Facts(BaseModel):
-    """A list of fact objects: a line's, or what an agent hands ``add_memory``. Validated
-    as one field so that a problem is named as in the file (``facts[2].valid_at``)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    facts: list[_Fact]
-
-
-class _Line(_Facts):
-    reference_time: str | None = None
-    source_id: str | None = None
-    content: str | None = None
-    extracted_at: str | None = None
+@with_config(ConfigDict(extra="forbid", strict=True))
+class _Line(TypedDict, total=False):
+    facts: Required[list[_Fact]]
+    reference_time: str | None
+    source_id: str | None
+    content: str | None
+    extracted_at: str | None
 
 
-def _instant(value: str | None, what: str) -> times.ParsedInstant | None:
-    return None if value is None else times.parse_instant(value, what=what)
+# Plain dicts checked by pydantic rather than models built by it: a model per fact cost
+# three times as much, and a problem is still named as in the file (``facts[2].valid_at``).
+_LINE: TypeAdapter[_Line] = TypeAdapter(_Line)
+
+
+def _instant(value: str | None, what: str) -> tuple[str, Precision] | None:
+    return None if value is None else times.stored_instant(value, what=what)
 
 
 class _Interval(TypedDict):
@@ -90,10 +83,10 @@ _Bound = tuple[str | None, Evidence | None, Precision | None]
 _UNBOUNDED: _Bound = (None, None, None)
 
 
-def _bound(given: times.ParsedInstant | None, reference_time: str | None) -> _Bound:
+def _bound(given: tuple[str, Precision] | None, reference_time: str | None) -> _Bound:
     """The date the line gives (``explicit``), else ``reference_time`` (``reference``), else none."""
     if given is not None:
-        return times.to_storage(given.at), "explicit", given.precision
+        return given[0], "explicit", given[1]
     if reference_time is not None:
         return reference_time, "reference", "instant"
     return _UNBOUNDED
@@ -102,9 +95,11 @@ def _bound(given: times.ParsedInstant | None, reference_time: str | None) -> _Bo
 def _interval(item: _Fact, where: str, reference_time: str) -> _Interval:
     """A fact holds from ``valid_at`` (default: the reference time) until ``invalid_at``, if
     given; a retraction only ends it, at ``invalid_at`` (default: the reference time)."""
-    valid = _instant(item.valid_at, f"{where}.valid_at")
-    invalid = _instant(item.invalid_at, f"{where}.invalid_at")
-    if item.retracted:
+    valid = _instant(item.get("valid_at"), f"{where}.valid_at")
+    invalid = _instant(item.get("invalid_at"), f"{where}.invalid_at")
+    if item.get("retracted"):
+        if valid is not None:
+            raise ValueError(f"{where}: a retracted fact has no valid_at; give invalid_at, when it stopped holding")
         start, end = _UNBOUNDED, _bound(invalid, reference_time)
     else:
         start, end = _bound(valid, reference_time), _bound(invalid, None)
@@ -115,25 +110,26 @@ def _interval(item: _Fact, where: str, reference_time: str) -> _Interval:
 def _assertion(item: _Fact, index: int, reference_time: str, line_extracted_at: str | None,
                redacted: dict[str, int] | None) -> Assertion:
     """The fact as an assertion, its secrets redacted (counted into ``redacted``) first, so
-    that a sentence made from subject and object has none either. ``redacted`` None: only
-    checking, nothing is kept (a redaction never makes a valid fact invalid, or the reverse)."""
+    that a sentence made from subject and object has none either. ``redacted`` None: the
+    line holds nothing a secret could be (``_redacting``)."""
     where = f"facts[{index}]"
     interval = _interval(item, where, reference_time)
-    extracted = _instant(item.extracted_at, f"{where}.extracted_at")
-    subject, object_ = _clean(item.subject, redacted), _clean(item.object, redacted)
+    extracted = _instant(item.get("extracted_at"), f"{where}.extracted_at")
+    subject, object_ = _clean(item["subject"], redacted), _clean(item["object"], redacted)
+    predicate, sentence = item["predicate"], item.get("fact")
     try:
         return Assertion(
             subject=subject,
-            predicate=item.predicate,
+            predicate=predicate,
             object=object_,
-            fact=_clean(item.fact, redacted) if item.fact else f"{subject} {item.predicate.replace('_', ' ')} {object_}",
-            cardinality=item.cardinality,
+            fact=_clean(sentence, redacted) if sentence else f"{subject} {predicate.replace('_', ' ')} {object_}",
+            cardinality=item.get("cardinality", "one"),
             extractor="facts",
-            extracted_at=times.to_storage(extracted.at) if extracted else line_extracted_at,
+            extracted_at=extracted[0] if extracted else line_extracted_at,
             **interval,
         )
-    except ValidationError as error:
-        raise ValueError(f"{where}: {_first_message(error)}") from None
+    except InvalidAssertion as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 def _clean(text: str, redacted: dict[str, int] | None) -> str:
@@ -156,44 +152,74 @@ def read_facts(facts: object, reference_time: str, redacted: dict[str, int]) -> 
     line's are: dates as given, nothing inferred, secrets counted into ``redacted``.
     BadInput names the first problem."""
     try:
-        given = _Facts.model_validate({"facts": facts})
-        return [_assertion(item, index, reference_time, None, redacted) for index, item in enumerate(given.facts)]
+        given = _LINE.validate_python({"facts": facts})
+        return [_assertion(item, index, reference_time, None, redacted) for index, item in enumerate(given["facts"])]
     except (ValidationError, ValueError) as error:
         raise BadInput(_problem(error)) from None
 
 
-def check(path: Path, options: IngestOptions) -> None:
-    """Read the whole file as ``turns`` does, keeping nothing: BadInput names its first bad
-    line. Ingest checks a facts file whole before storing any of it (a half-stored file is
-    half a migration); skipping what only storing needs (redaction, hashes, episodes)
-    makes the check a third cheaper than reading the file twice."""
-    for _ in _lines(path, options, redacting=False):
-        pass
+def check(path: Path, options: IngestOptions, spool: IO[bytes]) -> int:
+    """Read the whole file as ``turns`` does, its episodes set aside in ``spool`` (a
+    temporary file), and how many; BadInput names its first bad line.
+
+    Ingest checks a facts file whole before storing any of it (a half-stored file is half
+    a migration), and stores what it checked from the spool (``checked``): each line is
+    read, checked and redacted once, and a line appended meanwhile is not stored unchecked.
+    """
+    count = 0
+    for read in _lines(path, options):
+        record = marshal.dumps(_record(path, read))
+        try:
+            spool.write(len(record).to_bytes(4, "little") + record)
+        except OSError as error:
+            raise StoreUnavailable(f"cannot set aside the checked lines of {path} in a temporary file "
+                                   f"({error.strerror}); set TMPDIR to a directory with room") from None
+        count += 1
+    return count
+
+
+def checked(spool: IO[bytes], count: int) -> Iterator[Episode]:
+    """The next ``count`` episodes ``check`` set aside in ``spool``."""
+    for _ in range(count):
+        # Each read whole: marshal.load reads a file a few bytes at a time.
+        yield _episode(marshal.loads(spool.read(int.from_bytes(spool.read(4), "little"))))
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Episode]:
     """Episodes, not turns: a line is read as given, and a bad one refuses the whole command (BadInput)."""
-    for read in _lines(path, options, redacting=True):
-        line = read.line
-        # The hash is of the line as given, so that reading the file again finds the same
-        # episode; only a digest of it is stored, never the text.
-        canonical = json.dumps(read.value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        # The content is redacted, then cut as any episode's text is.
-        content, cut_chars = cut(redact_into(line.content if line.content is not None else read.raw.rstrip("\r\n"),
-                                             read.redacted))
-        yield Episode(
-            source=str(path),
-            position=read.number,
-            source_id=line.source_id,
-            format="facts",
-            content=content,
-            cut_chars=cut_chars,
-            content_hash=content_hash(canonical),
-            reference_time=read.reference_time,
-            reference_time_source=read.reference_source,
-            assertions=read.assertions,
-            redacted=read.redacted,
-        )
+    for read in _lines(path, options):
+        yield _episode(_record(path, read))
+
+
+# An episode as plain values, which marshal writes and reads fastest: the fields of
+# ``_episode``'s Episode, its assertions as tuples.
+_Record = tuple[str, int, str | None, str, int, str, str, str, list[tuple], dict[str, int]]
+
+
+def _record(path: Path, read: _Read) -> _Record:
+    line = read.line
+    # The hash is of the line as given, so that reading the file again finds the same
+    # episode; only a digest of it is stored, never the text.
+    canonical = json.dumps(read.value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    # The content is redacted, then cut as any episode's text is. Without one, it is the
+    # line as written, or with its escapes undone if it has any: a secret spelt with them
+    # (``https:\/\/deploy:pw@``, ``\u0067hp_…``) is then found as any other is.
+    content = line.get("content")
+    if content is None:
+        content = read.raw.rstrip("\r\n") if "\\" not in read.raw else json.dumps(read.value, ensure_ascii=False)
+    content, cut_chars = cut(_clean(content, read.redacted if read.redacting else None))
+    return (str(path), read.number, line.get("source_id"), content, cut_chars, content_hash(canonical),
+            read.reference_time, read.reference_source, [tuple(a) for a in read.assertions], read.redacted)
+
+
+def _episode(record: _Record) -> Episode:
+    source, position, source_id, content, cut_chars, hashed, reference_time, reference_source, assertions, redacted \
+        = record
+    return Episode(source=source, position=position, source_id=source_id, format="facts", content=content,
+                   cut_chars=cut_chars, content_hash=hashed, reference_time=reference_time,
+                   reference_time_source=reference_source,
+                   # Checked when read (``_lines``): built again without checking.
+                   assertions=[Assertion._make(values) for values in assertions], redacted=redacted)
 
 
 class _Read(NamedTuple):
@@ -207,30 +233,37 @@ class _Read(NamedTuple):
     reference_source: str  # where the reference time came from
     assertions: list[Assertion]
     redacted: dict[str, int]  # the secrets redacted from them, by kind
+    redacting: bool  # whether the line may hold a secret at all (``_redacting``)
 
 
-def _lines(path: Path, options: IngestOptions, *, redacting: bool) -> Iterator[_Read]:
-    """Each line read and checked (its facts' secrets redacted, if ``redacting``).
-    BadInput names the first bad line."""
+def _redacting(raw: str) -> bool:
+    """Whether any string of the line may hold a secret. The strings of a line without
+    escapes are parts of it as written, and no secret rule matches in a part of a text
+    unless it can match in the text; most lines hold no secret, and are checked once."""
+    return "\\" in raw or could_hold_secret(raw)
+
+
+def _lines(path: Path, options: IngestOptions) -> Iterator[_Read]:
+    """Each line read and checked, its facts' secrets redacted. BadInput names the first bad line."""
     fallback: tuple[str, str] | None = None
     for number, raw, value in read_jsonl(path):
         try:
-            line = _Line.model_validate(value)
-            if line.reference_time is not None:
-                reference_time = times.normalize_instant(line.reference_time, what="reference_time")
+            line = _LINE.validate_python(value)
+            given_time = line.get("reference_time")
+            if given_time is not None:
+                reference_time = times.normalize_instant(given_time, what="reference_time")
                 reference_source = "record"
             else:
                 fallback = fallback or fallback_reference_time(path, options)
                 reference_time, reference_source = fallback
-            line_extracted = _instant(line.extracted_at, "extracted_at")
+            line_extracted = _instant(line.get("extracted_at"), "extracted_at")
+            extracted_at = line_extracted[0] if line_extracted else None
             redacted: dict[str, int] = {}
-            assertions = [
-                _assertion(item, index, reference_time, times.to_storage(line_extracted.at) if line_extracted else None,
-                           redacted if redacting else None)
-                for index, item in enumerate(line.facts)
-            ]
+            redacting = _redacting(raw)
+            assertions = [_assertion(item, index, reference_time, extracted_at, redacted if redacting else None)
+                          for index, item in enumerate(line["facts"])]
         except BadInput:
             raise
         except (ValidationError, ValueError) as error:
             raise BadInput(f"{path}:{number}: {_problem(error)}") from None
-        yield _Read(number, raw, value, line, reference_time, reference_source, assertions, redacted)
+        yield _Read(number, raw, value, line, reference_time, reference_source, assertions, redacted, redacting)
