@@ -20,7 +20,7 @@ from memctl.extract import Extractor
 from memctl.model import Episode
 from memctl.reports import IngestReport
 from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, binary_content, cannot_read, files_under, format_of, parse
-from memctl.store import BATCH_EPISODES, batches, underived
+from memctl.store import BATCH_EPISODES, BATCH_MOST_EPISODES, BATCH_WRITE_SECONDS, batches, next_batch_size, underived
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.episodes import Added, rename, sort_new, store_episodes
@@ -37,7 +37,7 @@ COUNTED = ("added", "reactivated", "revised", "assertions", "facts_created", "fa
 
 
 def ingest(db: Database, clock: Clock, paths: list[Path], options: IngestOptions, *,
-           extractor: Extractor | None = None, batch_size: int = BATCH_EPISODES,
+           extractor: Extractor | None = None, batch_size: int | None = None,
            on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
     """Ingest files and directories; see ``read_sources`` for what is skipped or refused.
 
@@ -57,12 +57,14 @@ def ingest(db: Database, clock: Clock, paths: list[Path], options: IngestOptions
 
 
 def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *, command: dict | None = None,
-                     batch_size: int = BATCH_EPISODES, report: IngestReport | None = None) -> IngestReport:
+                     batch_size: int | None = None, report: IngestReport | None = None) -> IngestReport:
     """Store episodes (their assertions already made) as one ingest operation.
 
     Each batch's episodes and assertions commit together; the facts they make are owed
     (``store.underived.Owed``) and derived for many batches at once, every so often and
-    at the end, in transactions of their own.
+    at the end, in transactions of their own. Batches hold ``batch_size`` episodes; by
+    default BATCH_EPISODES at first, then as many as take about BATCH_WRITE_SECONDS to
+    store (fewer commits rewrite fewer index pages), up to BATCH_MOST_EPISODES.
     """
     report = report or IngestReport()
     entry = None
@@ -73,10 +75,13 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
         count_facts(report, changes)
         save_counts(db, entry, report)
 
+    size = batch_size or BATCH_EPISODES
     try:
-        for batch in batches(episodes, batch_size):
+        # Asked anew for each batch: the size the last one's time gave (late binding is the point).
+        for batch in batches(episodes, lambda: size):  # noqa: B023
             for episode in batch:
                 report.count(episode)
+            began = time.monotonic()
             with write_transaction(db):
                 at = transaction_time(db, clock)
                 added = sort_new(db, batch)
@@ -94,6 +99,9 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
                 rename(db, added.touched)
                 owed.add(db, added.touched, at)
                 save_counts(db, entry, report)
+            if batch_size is None:
+                size = next_batch_size(size, time.monotonic() - began, BATCH_WRITE_SECONDS, least=BATCH_EPISODES,
+                                       most=BATCH_MOST_EPISODES)
             if owed is not None and owed.due():
                 owed.derive(db, clock, derived)
         if owed is not None:

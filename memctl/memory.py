@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from memctl import names, times
 from memctl.errors import BadInput, NotFound
 from memctl.results import EpisodeDetail, EpisodeSummary, Fact, History, Operation, RecallResult, Slot, Stats
-from memctl.store import BATCH_EPISODES, reads
+from memctl.store import reads
 from memctl.store.connection import Clock, Connections, system_clock
 
 if TYPE_CHECKING:
@@ -62,8 +62,9 @@ class Memory:
     # --- writing -------------------------------------------------------------------
 
     def ingest(self, paths: list[Path], options: IngestOptions, *, extractor: Extractor | None = None,
-               batch_size: int = BATCH_EPISODES, on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
-        """Ingest files and directories; episodes without assertions go through ``extractor``."""
+               batch_size: int | None = None, on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
+        """Ingest files and directories; episodes without assertions go through ``extractor``.
+        ``batch_size``: episodes a transaction, fixed; None, sized by time (``store_in_batches``)."""
         from memctl import ingest as ingest_module
         from memctl.errors import LLMUnavailable
 
@@ -88,7 +89,7 @@ class Memory:
             return embed_new(db, embedder)
 
     def ingest_episodes(self, episodes: Iterable[Episode], *, command: dict | None = None,
-                        batch_size: int = BATCH_EPISODES, report: IngestReport | None = None) -> IngestReport:
+                        batch_size: int | None = None, report: IngestReport | None = None) -> IngestReport:
         """Store episodes whose assertions are already made, as one ingest operation; their
         content and assertions are redacted first, as a source's are."""
         from memctl import ingest as ingest_module

@@ -9,10 +9,11 @@ Everything here drives the real CLI in subprocesses, as a user or a cron job wou
 and looks at the database file directly with sqlite3 in between: read-only while a
 writer runs, ``query_only`` once nobody does.
 
-An ingest commits a batch of up to ``BATCH_EPISODES`` (5,000) episodes, or whatever was
-parsed within ``BATCH_SECONDS``, per transaction, so the files here are a few batches
-long: that is what lets kills land before, inside and between batch transactions, and
-concurrent writers take turns more than once.
+An ingest commits a batch of ``BATCH_EPISODES`` (2,000) episodes at first, then more
+while each stays short, or whatever was parsed within ``BATCH_SECONDS``, per
+transaction, so the files here are a few batches long: that is what lets kills land
+before, inside and between batch transactions, and concurrent writers take turns more
+than once.
 """
 
 from __future__ import annotations
@@ -270,7 +271,7 @@ def snapshot(db: Path) -> dict:
 
 
 def test_sigkill_mid_ingest_leaves_whole_episodes_and_rerun_completes(tmp_path):
-    n = 3 * BATCH_EPISODES + 1000  # at least four batch transactions
+    n = 3 * BATCH_EPISODES + 1000  # three batch transactions or more: 2,000, 4,000 if that was quick, the rest
     source = tmp_path / "big.facts.jsonl"
     expected = write_facts_file(source, n, seed=5, tag="big")
     db = tmp_path / "memory.db"
@@ -567,10 +568,10 @@ def undo_rows(db: Path) -> list[tuple[str, str | None, str]]:
         return []
 
 
-def start_long_purge(tmp_path: Path, seed: int) -> tuple[Path, str, dict[str, int], subprocess.Popen]:
-    """A store of a few undo batches' worth of episodes, and `undo --purge --apply` of
-    their ingest started on it, once its first batch has committed."""
-    n = 26 * UNDO_FIRST_BATCH  # batches of 250, 500, 1,000, ... growing while each stays short: five or more
+def start_long_purge(tmp_path: Path, seed: int, batches: int = 26) -> tuple[Path, str, dict[str, int], subprocess.Popen]:
+    """A store of ``batches`` first undo batches' worth of episodes, and `undo --purge
+    --apply` of their ingest started on it, once its first batch has committed."""
+    n = batches * UNDO_FIRST_BATCH  # batches of 250, 500, 1,000, ... growing while each stays short: five or more
     source = tmp_path / "old.facts.jsonl"
     expected = write_facts_file(source, n, seed=seed, tag="old")
     db = tmp_path / "m.db"
@@ -586,7 +587,11 @@ def start_long_purge(tmp_path: Path, seed: int) -> tuple[Path, str, dict[str, in
 
 
 def test_a_long_purge_commits_in_batches_and_a_concurrent_ingest_gets_in_between(tmp_path):
-    db, _, _, purge = start_long_purge(tmp_path, seed=21)
+    # Long enough that it has batches to go once it lets others in between them (after
+    # 1.5 s): the ingest takes the lock twice (opening the file, then its batch), and reads
+    # its file in between. A purge of 26 first batches (2 s) left it that chance 3 runs in
+    # 4; of 40 (4 s), 10 runs in 10.
+    db, _, _, purge = start_long_purge(tmp_path, seed=21, batches=40)
     new = tmp_path / "new.facts.jsonl"
     expected = write_facts_file(new, 300, seed=22, tag="new")  # the same subjects: the same slots
     ingested = run_memctl(db, "ingest", str(new), "--json")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memctl import ingest as ingest_module
 from memctl import times
 from memctl import undo as undo_module
 from memctl.memory import Memory
@@ -313,3 +314,22 @@ def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_pa
     assert owed_rows(tmp_path / "m.db") == []
     assert current_facts(memory) == expected_facts([e for e in MADE if e.id not in undone])
     assert [op.status for op in memory.operations()] == ["done", "interrupted"]
+
+
+@pytest.mark.parametrize(("write_seconds", "sizes"), [(1e6, [2, 4, 8, 8, 2]), (1e-9, [2] * 12)])
+def test_an_ingest_sizes_its_batches_by_how_long_the_last_took_unless_told(memory, monkeypatch, write_seconds, sizes):
+    """By default a batch is as big as the last one's time says (twice as big at most, and
+    within BATCH_EPISODES and BATCH_MOST_EPISODES, here 2 and 8); a batch size the caller
+    gives is kept."""
+    stored: list[int] = []
+    real = ingest_module.store_episodes
+    monkeypatch.setattr(ingest_module, "store_episodes",
+                        lambda db, added, *args: stored.append(len(added.to_store)) or real(db, added, *args))
+    monkeypatch.setattr(ingest_module, "BATCH_EPISODES", 2)
+    monkeypatch.setattr(ingest_module, "BATCH_MOST_EPISODES", 8)
+    monkeypatch.setattr(ingest_module, "BATCH_WRITE_SECONDS", write_seconds)
+    memory.ingest_episodes(MADE)
+    assert stored == sizes
+    stored.clear()
+    Memory.open(":memory:", memory.clock).ingest_episodes(MADE, batch_size=5)
+    assert stored == [5, 5, 5, 5, 4]
