@@ -25,6 +25,7 @@ from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.episodes import Added, rename, sort_new, store_episodes
 from memctl.store.facts import SlotChanges
+from memctl.store.turns import let_others_in
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -75,12 +76,14 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
         count_facts(report, changes)
         save_counts(db, entry, report)
 
-    size = batch_size or BATCH_EPISODES
+    size, first = batch_size or BATCH_EPISODES, time.monotonic()
     try:
         # Asked anew for each batch: the size the last one's time gave (late binding is the point).
         for batch in batches(episodes, lambda: size):  # noqa: B023
             for episode in batch:
                 report.count(episode)
+            if entry is not None:
+                let_others_in(db, first)
             began = time.monotonic()
             with write_transaction(db):
                 at = transaction_time(db, clock)

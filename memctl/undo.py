@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 from memctl import repair
 from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
 from memctl.reports import Effects, FactChange, UndoKind, UndoPlan
-from memctl.store import Queryable, let_others_in, next_batch_size, reads, underived
+from memctl.store import Queryable, next_batch_size, reads, underived
 from memctl.store import operations as journal
 from memctl.store.connection import (
     Clock,
@@ -43,6 +43,7 @@ from memctl.store.episodes import (
     revert_undo,
 )
 from memctl.store.facts import FactVersion, OperationChanges, SlotChanges, entity_names
+from memctl.store.turns import let_others_in
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -102,7 +103,8 @@ def _operation(db: Database, target: str) -> tuple[str, str] | None:
 
 
 # Episodes per write transaction: each batch holds the write lock about UNDO_BATCH_SECONDS,
-# so a long undo never keeps another writer waiting for long. What a batch costs depends
+# and a writer waiting for it gets it between two (store.turns), so a long undo never keeps
+# another writer waiting for long. What a batch costs depends
 # on the store (2,000 episodes took 5 s at 1M assertions, 0.6 s at 100k), so the first is
 # small and each next one is sized from how long the last took, growing at most twofold;
 # bigger batches cost less per episode (fewer commits, hot slots resolved once per batch).
@@ -192,7 +194,7 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
         while start < len(ordered):
             size = next_batch_size(size, time.monotonic() - began, UNDO_BATCH_SECONDS, least=100, most=UNDO_MAX_BATCH)
             if command is not None:
-                let_others_in(first, after=UNDO_BATCH_SECONDS)
+                let_others_in(db, first)
             with batch_transaction(db):
                 began = time.monotonic()
                 at = transaction_time(db, clock)

@@ -568,10 +568,10 @@ def undo_rows(db: Path) -> list[tuple[str, str | None, str]]:
         return []
 
 
-def start_long_purge(tmp_path: Path, seed: int, batches: int = 26) -> tuple[Path, str, dict[str, int], subprocess.Popen]:
-    """A store of ``batches`` first undo batches' worth of episodes, and `undo --purge
-    --apply` of their ingest started on it, once its first batch has committed."""
-    n = batches * UNDO_FIRST_BATCH  # batches of 250, 500, 1,000, ... growing while each stays short: five or more
+def start_long_purge(tmp_path: Path, seed: int) -> tuple[Path, str, dict[str, int], subprocess.Popen]:
+    """A store of a few undo batches' worth of episodes, and `undo --purge --apply` of
+    their ingest started on it, once its first batch has committed."""
+    n = 26 * UNDO_FIRST_BATCH  # batches of 250, 500, 1,000, ... growing while each stays short: five or more
     source = tmp_path / "old.facts.jsonl"
     expected = write_facts_file(source, n, seed=seed, tag="old")
     db = tmp_path / "m.db"
@@ -587,11 +587,11 @@ def start_long_purge(tmp_path: Path, seed: int, batches: int = 26) -> tuple[Path
 
 
 def test_a_long_purge_commits_in_batches_and_a_concurrent_ingest_gets_in_between(tmp_path):
-    # Long enough that it has batches to go once it lets others in between them (after
-    # 1.5 s): the ingest takes the lock twice (opening the file, then its batch), and reads
-    # its file in between. A purge of 26 first batches (2 s) left it that chance 3 runs in
-    # 4; of 40 (4 s), 10 runs in 10.
-    db, _, _, purge = start_long_purge(tmp_path, seed=21, batches=40)
+    # The ingest takes the lock twice (opening the file, then its batch), and each time the
+    # purge lets it in at its next batch's start, as it waits with its hand up
+    # (store.turns). When a long operation paused for 150 ms once it had run 1.5 s instead,
+    # whether anyone waited or not, this 2 s purge left the ingest no gap 1 run in 4.
+    db, _, _, purge = start_long_purge(tmp_path, seed=21)
     new = tmp_path / "new.facts.jsonl"
     expected = write_facts_file(new, 300, seed=22, tag="new")  # the same subjects: the same slots
     ingested = run_memctl(db, "ingest", str(new), "--json")

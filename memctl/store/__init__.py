@@ -32,20 +32,6 @@ BATCH_WRITE_SECONDS = 1.0
 BATCH_SECONDS = 2.0
 
 
-# Between two batches of a long operation the write lock is let go this long: another
-# writer waiting on SQLite's busy timeout tries again every 100 ms at most, so it gets in
-# instead of waiting out the whole operation.
-BETWEEN_BATCHES_S = 0.15
-
-
-def let_others_in(began: float, after: float) -> None:
-    """Between two batches of an operation that began at ``began`` (time.monotonic), let
-    the write lock go for BETWEEN_BATCHES_S once it has run ``after`` seconds: one that
-    ends sooner keeps nobody waiting long, and a short undo or ingest paid 0.15 s a pause."""
-    if time.monotonic() - began > after:
-        time.sleep(BETWEEN_BATCHES_S)
-
-
 def next_batch_size(size: int, took: float, seconds: float, *, least: int, most: int) -> int:
     """The size of a batch that should take ``seconds``, after one of ``size`` took ``took``:
     in proportion, but growing at most twofold (a batch that went fast may have been

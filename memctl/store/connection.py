@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from memctl import times
 from memctl.errors import BadInput, MemctlError, StoreUnavailable
 from memctl.store import Queryable, collector_paused
+from memctl.store.turns import begin_immediate
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -240,7 +241,7 @@ def write_transaction(db: Database) -> Iterator[Database]:
     instead of taking turns.
     """
     with collector_paused():
-        db.conn.execute("BEGIN IMMEDIATE")
+        begin_immediate(db)  # waiting, with a hand raised (store.turns)
         try:
             yield db
         except BaseException:

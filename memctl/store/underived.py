@@ -25,8 +25,9 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memctl.store import let_others_in, next_batch_size
+from memctl.store import next_batch_size
 from memctl.store.connection import Clock, transaction_time, write_transaction
+from memctl.store.turns import let_others_in
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -209,15 +210,15 @@ class Owed:
     def derive(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
         """Derive every fact owed, in write transactions of about ``DERIVE_SECONDS`` each;
         each reports what it did to ``on_derived``. Slots resolve independently, so each
-        transaction leaves the slots it did exact. Once it has taken a while, the lock is
-        let go a moment between two, so that another writer waiting for it gets in."""
+        transaction leaves the slots it did exact. A writer waiting for the lock gets it
+        between two (``store.turns``)."""
         from memctl.store.facts import recompute_slots
 
         slots = owed_slots(db) if self._started else []
         size, start, first = DERIVE_FIRST_INSTANTS, 0, time.monotonic()
         while start < len(slots):
             if start:
-                let_others_in(first, after=DERIVE_SECONDS)
+                let_others_in(db, first)
             began = time.monotonic()
             end, instants = start, 0
             while end < len(slots) and (end == start or instants + slots[end][1] <= size):
