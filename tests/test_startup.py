@@ -146,6 +146,21 @@ open_database(Path(sys.argv[1]).with_name("other.db"))
     assert done.stdout.split() == ["False", "5", "2.5"] and "plugin ran" not in done.stderr
 
 
+def test_an_ingest_without_a_model_loads_no_llm_extractor(tmp_path):
+    """Without an endpoint configured, nothing is extracted by a model: an ingest loads
+    neither the LLM extractor nor openai (80 ms of its start-up)."""
+    probe = """
+import sys
+from memctl.cli import run
+code = run(["--db", sys.argv[1], "ingest", sys.argv[2], "--json"])
+print(code, *sorted(m for m in ("memctl.extract.llm", "openai") if m in sys.modules))
+"""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("OPENAI_")}
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "m.db"), str(FIXTURE)], capture_output=True,
+                          text=True, check=True, env=env)
+    assert done.stdout.splitlines()[-1].split() == ["0"]
+
+
 # --- answered before Typer loads ------------------------------------------------------------
 
 def typer_help(capsys, monkeypatch, columns: int) -> str:

@@ -113,6 +113,11 @@ class _SaidOnce:
         return self.extractor.extract(requests)
 
 
+def llm_configured() -> bool:
+    """Whether an endpoint is configured (for ``--extractor auto``)."""
+    return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+
+
 def build_extractor(choice: str, *, clock: Callable[[], datetime], cache: Any = None, model: str | None = None,
                     concurrency: int = 4, timeout: float | None = None,
                     notice: Callable[[str], None] = lambda message: None) -> Extractor:
@@ -125,13 +130,15 @@ def build_extractor(choice: str, *, clock: Callable[[], datetime], cache: Any = 
     endpoint until an episode needs the model, so a run that extracts nothing (a
     structured import) works without one.
     """
-    from memctl.extract import llm
-
     timeout = check_options(choice, concurrency=concurrency, timeout=timeout)
-    if choice == "rules" or (choice == "auto" and not llm.llm_configured()):
+    if choice == "rules" or (choice == "auto" and not llm_configured()):
         from memctl.extract.rules import RulesExtractor
 
         rules = RulesExtractor(clock)
         return _SaidOnce(rules, notice) if choice == "auto" else rules
+    # Imported only here: the LLM extractor's module, its models and its prompt cost 80 ms
+    # of every ingest's start-up, a structured import's too.
+    from memctl.extract import llm
+
     return llm.LLMExtractor(None, model or os.environ.get("MEMCTL_MODEL"), clock, cache, concurrency=concurrency,
                             timeout=llm.DEFAULT_TIMEOUT if timeout is None else timeout)

@@ -75,12 +75,6 @@ class ResponseCache(Protocol):
     def put(self, key: str, text: str, episode_id: str) -> None: ...
 
 
-def llm_configured(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether an endpoint is configured (for ``--extractor auto``)."""
-    env = os.environ if environ is None else environ
-    return bool(env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"))
-
-
 def make_client(
     *,
     api_key: str | None = None,
