@@ -109,6 +109,8 @@ def _operation(db: Database, target: str) -> tuple[str, str] | None:
 # small and each next one is sized from how long the last took, growing at most twofold;
 # bigger batches cost less per episode (fewer commits, hot slots resolved once per batch).
 UNDO_FIRST_BATCH = 250
+# What a preview's batches owe their facts as, in the transaction it rolls back.
+PREVIEWED = "preview"
 UNDO_MAX_BATCH = 20000
 UNDO_BATCH_SECONDS = 1.5
 # A preview of more episodes than this runs on a copy of the file rather than holding the
@@ -155,7 +157,7 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
     batch_transaction = write_transaction if command is not None else _in_callers_transaction
     changes = OperationChanges()
     entry = None
-    owed = None  # applied, the facts of the batches after the first are derived together
+    owed = None  # the facts of the batches after the first are derived together
     # Read before the write lock: a whole ingest's 333k episodes take seconds to look up,
     # which the first batch would hold the lock for. Read again under the lock only if
     # another connection committed in between.
@@ -185,8 +187,9 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
             if command is not None and (plan.episodes or plan.revisions_reverted):
                 entry = journal.record(db, "undo", at, command, "running")
                 entry.episode_ids = []
-                if not plan.purge:  # a purge erases fact versions: it needs them exact at once
-                    owed = underived.Owed(entry.id)
+            if not plan.purge:  # a purge erases fact versions: it needs them exact at once
+                # A preview owes as the undo it shows would: it then costs what that does.
+                owed = underived.Owed(entry.id if entry is not None else PREVIEWED, tentative=command is None)
             size, began = UNDO_FIRST_BATCH, time.monotonic()
             first = began
             changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, entry))

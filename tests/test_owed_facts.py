@@ -316,6 +316,29 @@ def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_pa
     assert [op.status for op in memory.operations()] == ["done", "interrupted"]
 
 
+def test_a_preview_derives_as_the_undo_it_shows_and_leaves_nothing_owed(tmp_path, monkeypatch):
+    """A preview runs the undo's batches in one transaction that it rolls back; its later
+    batches owe their facts as the undo's do, so it costs what the undo does."""
+    monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
+    monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    operation = memory.ingest_episodes(MADE, batch_size=len(MADE)).operation_id
+    memory.clock.advance(seconds=1)
+    derived: list[bool] = []  # each derivation of owed facts: whether it was a preview's
+    derive = underived.Owed.derive
+    monkeypatch.setattr(underived.Owed, "derive",
+                        lambda self, *args: derived.append(self.tentative) or derive(self, *args))
+    before = current_facts(memory)
+    preview = memory.undo([operation])
+    assert derived == [True] and not preview.applied
+    assert current_facts(memory) == before and owed_rows(tmp_path / "m.db") == []
+    applied = memory.undo([operation], apply=True)
+    assert derived == [True, False]
+    assert preview.effects.counts() == applied.effects.counts() and applied.effects.counts()["removed"] > 0
+    assert current_facts(memory) == [] and owed_rows(tmp_path / "m.db") == []
+    assert_exact(memory)
+
+
 @pytest.mark.parametrize(("write_seconds", "sizes"), [(1e6, [2, 4, 8, 8, 2]), (1e-9, [2] * 12)])
 def test_an_ingest_sizes_its_batches_by_how_long_the_last_took_unless_told(memory, monkeypatch, write_seconds, sizes):
     """By default a batch is as big as the last one's time says (twice as big at most, and

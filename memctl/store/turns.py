@@ -5,9 +5,10 @@ SQLite's busy handler. A long operation (an ingest, an undo, a derivation of the
 they owe) commits in many transactions, and would take the lock again at once after
 each: a waiting writer, which only looks every 100 ms at most, might never see it free.
 So a writer that has to wait raises its hand (a shared ``flock`` on the file
-``<database>-waiting``, held until it has the lock), and a long operation, between two
-of its transactions, lets the lock go until every raised hand is down
-(``let_others_in``). Nobody waits, nobody pauses: a long operation alone pays nothing.
+``<database>-waiting``, held until it has the lock) and tries the lock every 5 ms, and a
+long operation, between two of its transactions, lets the lock go until every raised
+hand is down (``let_others_in``). Nobody waits, nobody pauses: a long operation alone
+pays nothing.
 
 Where a hand cannot be raised (an in-memory database, a system without ``flock``, a
 folder that cannot be written), a long operation pauses BETWEEN_BATCHES_S after each
@@ -33,10 +34,12 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 # How long a long operation waits at most for raised hands to go down: a waiting writer
-# sees the lock free within SQLite's longest busy sleep (100 ms); a hand that stays up
-# longer belongs to a writer waiting on a third one, or to a stopped process.
+# tries the lock every 5 ms; a hand that stays up longer belongs to a writer waiting on a
+# third one, or to a stopped process.
 LET_IN_AT_MOST_S = 0.5
 _LOOK_EVERY_S = 0.002
+# How often a waiting writer tries the lock again.
+_TRY_EVERY_S = 0.005
 # Without hands: a long operation lets the lock go this long, once it has run PAUSE_AFTER_S
 # (a short one keeps nobody waiting long); a waiting writer tries again every 100 ms at most.
 BETWEEN_BATCHES_S = 0.15
@@ -68,20 +71,37 @@ def hand_raised(db: Database) -> Iterator[None]:
 
 
 def begin_immediate(db: Database) -> None:
-    """BEGIN IMMEDIATE; if the lock is taken, with a hand raised while waiting for it."""
+    """BEGIN IMMEDIATE; if the lock is taken, with a hand raised while waiting for it, for
+    as long as the connection's busy timeout, then SQLite's "database is locked".
+
+    It waits here rather than in SQLite's busy handler, which sleeps up to 100 ms between
+    two tries: a long operation that lets the lock go waits until this writer has it, so
+    the sooner it looks, the less both wait.
+    """
     conn = db.conn
     busy_timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
     conn.execute("PRAGMA busy_timeout = 0")
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        return
-    except sqlite3.OperationalError as error:
-        if "locked" not in str(error) and "busy" not in str(error):
-            raise
+        if _began(conn):
+            return
+        with hand_raised(db):
+            deadline = time.monotonic() + busy_timeout / 1000
+            while not _began(conn):
+                if time.monotonic() >= deadline:
+                    conn.execute("BEGIN IMMEDIATE")  # once more, to raise what SQLite says
+                time.sleep(_TRY_EVERY_S)
     finally:
         conn.execute(f"PRAGMA busy_timeout = {busy_timeout}")
-    with hand_raised(db):
+
+
+def _began(conn: sqlite3.Connection) -> bool:
+    try:
         conn.execute("BEGIN IMMEDIATE")
+        return True
+    except sqlite3.OperationalError as error:
+        if "locked" in str(error) or "busy" in str(error):
+            return False
+        raise
 
 
 def hands_up(path: Path) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -185,6 +185,9 @@ class Owed:
     """What one operation's committed batches owe in facts (kept with ``owe``), how much, and since when."""
 
     operation_id: str
+    # A preview's: its changes and derivations happen in the caller's transaction, which
+    # is rolled back, so it derives in no transaction of its own and lets nobody in.
+    tentative: bool = False
     instants: int = 0
     since: float | None = None  # when the first of them was owed (time.monotonic)
     _started: bool = field(default=False, init=False, repr=False)  # this connection's table is its own
@@ -208,23 +211,24 @@ class Owed:
                                            or time.monotonic() - self.since >= DERIVE_EVERY_SECONDS)
 
     def derive(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
-        """Derive every fact owed, in write transactions of about ``DERIVE_SECONDS`` each;
-        each reports what it did to ``on_derived``. Slots resolve independently, so each
-        transaction leaves the slots it did exact. A writer waiting for the lock gets it
-        between two (``store.turns``)."""
+        """Derive every fact owed, in write transactions of about ``DERIVE_SECONDS`` each
+        (or, ``tentative``, in the caller's, in parts of that size); each reports what it
+        did to ``on_derived``. Slots resolve independently, so each transaction leaves the
+        slots it did exact. A writer waiting for the lock gets it between two
+        (``store.turns``)."""
         from memctl.store.facts import recompute_slots
 
         slots = owed_slots(db) if self._started else []
         size, start, first = DERIVE_FIRST_INSTANTS, 0, time.monotonic()
         while start < len(slots):
-            if start:
+            if start and not self.tentative:
                 let_others_in(db, first)
             began = time.monotonic()
             end, instants = start, 0
             while end < len(slots) and (end == start or instants + slots[end][1] <= size):
                 instants += slots[end][1]
                 end += 1
-            with write_transaction(db):
+            with nullcontext(db) if self.tentative else write_transaction(db):
                 at = transaction_time(db, clock)
                 released = release(db, self.operation_id, [slot for slot, _ in slots[start:end]])
                 on_derived(recompute_slots(db, released.whole, at, (), released.changes, released.since))
