@@ -94,6 +94,12 @@ class Assertion(_AssertionFields):
                                    valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence,
                                    invalid_at_precision, date_span, cardinality, extractor, extracted_at))
 
+    def __getnewargs_ex__(self) -> tuple[tuple[str | None, ...], dict[str, str | None]]:
+        # How pickle and copy build it again: through __new__, which takes the fields after
+        # the fifth by keyword only.
+        fields = self._asdict()
+        return tuple(fields.pop(name) for name in self._fields[:5]), fields
+
 
 def validation_messages(error: ValidationError) -> list[str]:
     """One line per problem pydantic found, led by where it is ("valid_at: ...")."""

@@ -229,6 +229,23 @@ def test_a_facts_file_is_stored_as_it_was_checked_even_if_it_grows_meanwhile(mem
     assert memory.stats().episodes == 5
 
 
+def test_a_facts_file_that_cannot_be_set_aside_is_one_line_and_stores_nothing(cli, db_path, tmp_path, monkeypatch):
+    """Its checked episodes wait in a temporary file: with nowhere to write one, the
+    command says where to make room, and stores nothing of the file."""
+    import tempfile
+
+    from memctl import ingest as ingest_module
+
+    assert cli("ingest", write_jsonl(tmp_path / "a.jsonl", [line("2024-01-01", fact("x", "uses", "y"))])).code == 0
+    counts = table_counts(db_path)
+    monkeypatch.setattr(ingest_module, "SPOOL_IN_MEMORY_BYTES", 1)  # to the disk at once
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    run = cli("ingest", write_jsonl(tmp_path / "b.jsonl", [line("2024-03-01", fact("z", "uses", "w"))]))
+    assert run.code == 1 and len(run.err.strip().splitlines()) == 1 and "TMPDIR" in run.err, run.err
+    assert "Traceback" not in run.err and "internal error" not in run.err
+    assert table_counts(db_path) == counts
+
+
 def test_reference_time_fallbacks(cli, db_path, tmp_path):
     undated = write_jsonl(tmp_path / "u.jsonl", [{"facts": [fact("team", "uses", "Linear", cardinality="many")]}])
     mtime = datetime(2023, 7, 4, 12, 0, tzinfo=UTC).timestamp()

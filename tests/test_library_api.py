@@ -3,7 +3,9 @@ wording, any ISO-8601 form for times, and a package that imports lazily."""
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 import re
 import subprocess
 import sys
@@ -127,5 +129,6 @@ def test_an_assertion_is_checked_when_built(change, message):
     good = Assertion(**ASSERTION)
     assert (good.subject, good.object) == ("Alice", "Paris")
     assert Assertion(**good._asdict()) == good
+    assert pickle.loads(pickle.dumps(good)) == copy.deepcopy(good) == good
     with pytest.raises(InvalidAssertion, match=re.escape(message)):
         Assertion(**{**ASSERTION, **change})
