@@ -109,10 +109,10 @@ def _operation(db: Database, target: str) -> tuple[str, str] | None:
 # small and each next one is sized from how long the last took, growing at most twofold;
 # bigger batches cost less per episode (fewer commits, hot slots resolved once per batch).
 UNDO_FIRST_BATCH = 250
-# What a preview's batches owe their facts as, in the transaction it rolls back.
-PREVIEWED = "preview"
 UNDO_MAX_BATCH = 20000
 UNDO_BATCH_SECONDS = 1.5
+# What a preview's batches owe their facts as, in the transaction it rolls back.
+PREVIEWED = "preview"
 # A preview of more episodes than this runs on a copy of the file rather than holding the
 # write lock while it is done and rolled back; a smaller one is not worth copying the file.
 PREVIEW_ON_A_COPY = 2000
@@ -187,9 +187,10 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
             if command is not None and (plan.episodes or plan.revisions_reverted):
                 entry = journal.record(db, "undo", at, command, "running")
                 entry.episode_ids = []
-            if not plan.purge:  # a purge erases fact versions: it needs them exact at once
-                # A preview owes as the undo it shows would: it then costs what that does.
-                owed = underived.Owed(entry.id if entry is not None else PREVIEWED, tentative=command is None)
+            # A purge erases fact versions: it needs them exact at once. A preview owes as the
+            # undo it shows would: it then costs what that does.
+            if not plan.purge and (entry is not None or command is None):
+                owed = underived.Owed(entry.id if entry is not None else PREVIEWED, tentative=entry is None)
             size, began = UNDO_FIRST_BATCH, time.monotonic()
             first = began
             changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, entry))

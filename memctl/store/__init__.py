@@ -6,7 +6,11 @@ import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 T = TypeVar("T")
 
@@ -82,3 +86,9 @@ def batches(items: Iterable[T], size: int | Callable[[], int], seconds: float = 
             batch = []
     if batch:
         yield batch
+
+
+def database_file(db: Database) -> Path | None:
+    """The file a connection writes to; None for an in-memory database."""
+    name = db.conn.execute("PRAGMA database_list").fetchone()[2]
+    return Path(name) if name else None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from memctl import times
 from memctl.errors import BadInput, MemctlError, StoreUnavailable
-from memctl.store import Queryable, collector_paused
+from memctl.store import Queryable, collector_paused, database_file
 from memctl.store.turns import begin_immediate
 
 if TYPE_CHECKING:
@@ -263,12 +263,6 @@ def data_version(db: Database) -> int:
     """A number that changes whenever another connection commits to the file: what was
     read before a write transaction is still current inside it while this is unchanged."""
     return db.conn.execute("PRAGMA data_version").fetchone()[0]
-
-
-def database_file(db: Database) -> Path | None:
-    """The file a connection writes to; None for an in-memory database."""
-    name = db.conn.execute("PRAGMA database_list").fetchone()[2]
-    return Path(name) if name else None
 
 
 @contextmanager

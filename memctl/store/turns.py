@@ -30,6 +30,8 @@ try:
 except ImportError:  # Windows: no flock
     fcntl = None  # type: ignore[assignment]
 
+from memctl.store import database_file
+
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
@@ -41,17 +43,15 @@ _LOOK_EVERY_S = 0.002
 # How often a waiting writer tries the lock again.
 _TRY_EVERY_S = 0.005
 # Without hands: a long operation lets the lock go this long, once it has run PAUSE_AFTER_S
-# (a short one keeps nobody waiting long); a waiting writer tries again every 100 ms at most.
+# (a short one keeps nobody waiting long); a waiting writer tries again every 5 ms.
 BETWEEN_BATCHES_S = 0.15
 PAUSE_AFTER_S = 1.5
 
 
 def hand_file(db: Database) -> Path | None:
     """The file waiting writers lock; None where no hand can be raised."""
-    if fcntl is None:
-        return None
-    name = db.conn.execute("PRAGMA database_list").fetchone()[2]
-    return Path(f"{name}-waiting") if name else None
+    name = database_file(db)
+    return None if fcntl is None or name is None else Path(f"{name}-waiting")
 
 
 @contextmanager
