@@ -175,17 +175,25 @@ def _holds_nothing(path: Path) -> bool:
     return path.is_file() and path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0)
 
 
+# Pieces of encoded JSON joined into one write (a piece is a key, a value or punctuation).
+JSON_PIECES_PER_WRITE = 8192
+
+
 def _print_json(data) -> None:
     """``data``: a result record, or a list of them."""
     import json
+    from itertools import islice
 
     if isinstance(data, list):
         data = [item.to_json() for item in data]
     elif not isinstance(data, dict):
         data = data.to_json()
-    # Written as it is encoded: an undo of a whole ingest lists its 780k changes, and the
-    # text of them at once would double what the process holds.
-    json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+    # Written as it is encoded, a few thousand pieces at a time: an undo of a whole ingest
+    # lists its 780k changes, and the text of them at once would double what the process
+    # holds, while a write per piece (json.dump) costs three times the encoding.
+    pieces = json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(data)
+    while part := list(islice(pieces, JSON_PIECES_PER_WRITE)):
+        sys.stdout.write("".join(part))
     sys.stdout.write("\n")
 
 

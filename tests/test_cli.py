@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import sys
@@ -330,8 +331,11 @@ def test_undo_of_a_large_file_by_source(cli, tmp_path):
     assert cli("ingest", big).code == 0
     # one word: a fact of a two-word question must match both ("svc1 uses" would find svc1's 24)
     assert len(cli("recall", "--kind", "fact", "uses", "--history", "--limit", "5000", "--json").json()["results"]) == 1200
-    done = cli("undo", "--source", big, "--apply", "--json").json()
+    undone = cli("undo", "--source", big, "--apply", "--json")
+    done = undone.json()
     assert len(done["episodes"]) == 1200 and len(done["removed"]) == 1200
+    # written in many parts (entry.JSON_PIECES_PER_WRITE), it is still json.dumps' text
+    assert undone.out == json.dumps(done, indent=2, ensure_ascii=False) + "\n"
     assert cli("stats", "--json").json()["assertions"] == 0
 
 
