@@ -175,13 +175,18 @@ def _place(kind: str, triggers: tuple[str, ...], regex: str, *, check: Callable[
     return _Rule(triggers, re.compile(regex), judge, in_token=in_token)
 
 
+# "the password was changed to X", "password reset to X" ("set the password to X": "to" alone)
+_SET_TO = r"(?:changed|set|reset|updated|rotated)\s+to"
+
+
 def _said(kind: str, triggers: tuple[str, ...], words: str, shortest: int) -> _Rule:
     """A credential said in a sentence (``the password for X is VALUE``, ``with password
     VALUE``). Only a value that looks made up counts: a sentence goes on in words (``the
     password is stored in Vault``), and the first words after the name are what is tried."""
     return _place(kind, triggers,
-                  rf"\b(?:{words})(?:(?:\s+(?:for|of|to|on)\s+[^\n.,;:!?\"'`]{{1,40}}?)?"
-                  r"\s+(?:is|was|will\s+be|would\s+be|=)\s+(?:now\s+|still\s+)?|\s+)[\"'`]?"
+                  rf"\b(?<!/)(?:{words})(?:(?:\s+(?:for|of|to|on)\s+[^\n.,;:!?\"'`]{{1,40}}?)?"
+                  rf"(?:\s+(?:(?:is|was|will\s+be|would\s+be|has\s+been|had\s+been)(?:\s+{_SET_TO})?|{_SET_TO}|to|=)"
+                  r"|'s):?\s+(?:now\s+|still\s+)?|\s+)[\"'`]?"
                   rf"(?P<secret>[^\s\"'`]{{{shortest},}}?)[\"'`]?(?=[.,;:!?)]*(?:\s|\Z))", check=_made_up,
                   case_blind=True)
 
@@ -287,7 +292,7 @@ _PLACES = [
     # Said in a sentence: "the staging password is Tr0ub4dor&3.", "the password for the admin
     # account was hunter22", "log in with password hunter22", "the API key is 3f9a…". Not
     # "token": logs say "token usage", "token colours", "Token <code>" (19 in the real logs).
-    _said("password", ("password", "passphrase", "passcode"), r"password|passphrase|passcode", 6),
+    _said("password", ("password", "passphrase", "passcode", "passwd"), r"password|passphrase|passcode|passwd", 6),
     _said("api_key", ("api key", "api-key", "apikey"), r"api[ \-]?key", 12),
 ]
 

@@ -206,6 +206,15 @@ def plants(seed: int = 13) -> list[Plant]:
     add("adonet_password", "password", "Server=tcp:sql.acme.net;Database=shop;User Id=app;Password=", d.password(), ";",
         kept="Password=")
     add("ini_password", "password", "[client]\nuser = app\npassword = ", d.password(), kept="password = ")
+    # said in a sentence, as people tell an assistant
+    add("said_changed_to", "password", "I rotated it: the root password was changed to '", d.password(),
+        "' this morning", kept="the root password was changed to '")
+    add("said_set_to", "password", "then set the admin password to ", d.password(), " and logged out",
+        kept="set the admin password to ")
+    add("said_with_colon", "password", "Password is: ", d.password(), kept="Password is: ")
+    add("said_possessive", "password", "fyi the vpn password's ", d.password(), ", don't share it",
+        kept="the vpn password's ")
+    add("said_passwd", "password", "try passwd ", d.password(), " for the staging box", kept="try passwd ")
     return out
 
 

@@ -52,6 +52,12 @@ def test_each_secret_goes_and_its_name_stays(plant):
     ("log in with password hunter22 and change it", "log in with password [REDACTED:password] and change it"),
     ("the wifi passphrase is now 'Gr33n-Tea!'", "the wifi passphrase is now '[REDACTED:password]'"),
     ("our API key for staging is zq81LmP0xx9w2k.", "our API key for staging is [REDACTED:api_key]."),
+    ("The root password was changed to 'Zx9!mQ2#'", "The root password was changed to '[REDACTED:password]'"),
+    ("the password has been reset to Abc12345.", "the password has been reset to [REDACTED:password]."),
+    ("I set the root password to Zx9!mQ2# yesterday", "I set the root password to [REDACTED:password] yesterday"),
+    ("Password is: hunter22", "Password is: [REDACTED:password]"),
+    ("my password's hunter22", "my password's [REDACTED:password]"),
+    ("passwd Hunter22 on the old box", "passwd [REDACTED:password] on the old box"),
     # a generated value that begins as a placeholder does ("my_password") is not one
     ('connect(user="app", password="My_7zfS3WL9d44")', 'connect(user="app", password="[REDACTED:password]")'),
 ])
@@ -102,6 +108,10 @@ def test_only_the_value_is_replaced(text, expected):
     "the password is stored in Vault and rotated every 90 days",
     "the password for user42 is e-mailed to them",
     "password reset links expire after 24 hours",
+    "the password was changed to something longer",
+    "change the password to a passphrase",
+    "the password is: required",
+    "grep deploy /etc/passwd file1234",
     "the api key is stored in 1Password",
     "the token is expired, so the token usage shows 12345abcdefgh",  # "token": too common a word in logs
     "we use bearer tokens for auth",
