@@ -411,7 +411,9 @@ def recall(
     """Find what was said (episodes) and what was extracted (facts), best first.
 
     Facts as true at --as-of, episodes said by then (and within --since/--until), both
-    as memctl knew them at --known-at. Stop words alone match nothing.
+    as memctl knew them at --known-at. Without --as-of, --since or --until, a time the
+    question names ("in March 2024", "mid 2023", "last month") is the window. Stop words
+    alone match nothing.
 
     Example: memctl recall "which database does billing use" --as-of 2024-03-01
     """
@@ -425,7 +427,13 @@ def recall(
 def _recall_table(result) -> None:
     from rich.text import Text
 
-    title = f"as of {_day(result.as_of)}" + (f", as known at {_day(result.known_at)}" if result.known_at else "")
+    if result.since or result.until:
+        title = f"from {_day(result.since)} to {_day(result.until)}"
+        if result.time_words:
+            title += f" (read from {result.time_words!r})"
+    else:
+        title = f"as of {_day(result.as_of)}"
+    title += f", as known at {_day(result.known_at)}" if result.known_at else ""
     rows = []
     for r in result.results:
         if r.kind == "episode":

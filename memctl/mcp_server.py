@@ -131,7 +131,9 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         history: Annotated[bool, Field(description="Every valid time of the matching facts, not one instant.")] = False,
     ) -> dict[str, Any]:
         """Find what was said (episodes) and what was extracted (facts), best first: facts true at as_of
-        (default now), episodes said by then, as memctl knew them at known_at. As `memctl recall --json`."""
+        (default now), episodes said by then, as memctl knew them at known_at. Without as_of, a time the
+        query names ("in March 2024", "mid 2023", "last month") is the window: facts true at some time in
+        it, episodes said in it (since, until and time_words say so). As `memctl recall --json`."""
         return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history))
 
     @server.tool(annotations=DESTRUCTIVE)

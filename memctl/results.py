@@ -118,11 +118,14 @@ class _RecallResultFields(NamedTuple):
     known_at: str | None
     results: list[Fact | EpisodeHit]
     unavailable: list[str] | None = None  # rankers that could not answer (an embeddings endpoint down)
+    since: str | None = None  # the window's start: given, or read from the question
+    until: str | None = None  # ...and its end
+    time_words: str | None = None  # the question's words the window was read from ("in mid 2023")
 
 
 class RecallResult(ReadRecord, _RecallResultFields):
     __slots__ = ()
-    _OMITTED_WHEN_NONE = frozenset({"unavailable"})
+    _OMITTED_WHEN_NONE = frozenset({"unavailable", "since", "until", "time_words"})
 
 
 class _SlotFields(NamedTuple):

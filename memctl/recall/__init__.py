@@ -17,6 +17,7 @@ from memctl.errors import BadInput, LLMUnavailable
 from memctl.recall import fusion
 from memctl.recall.query import parse
 from memctl.recall.rankers import DEFAULT_RANKERS, Ranker
+from memctl.recall.when import named_window
 from memctl.results import EpisodeHit, Fact, RecallResult
 from memctl.store import Queryable, search
 from memctl.store.search import Window
@@ -36,7 +37,9 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     ``since``/``until`` when those are given and ``as_of`` is not), episodes said by then
     (and in ``since``/``until``), both as memctl held them at ``known_at``. "What memctl
     believed at K" defaults to what it would have answered then: without ``as_of``, the
-    time is ``known_at``, or else ``now``. Times take any ISO-8601 form.
+    time is ``known_at``, or else ``now``. Times take any ISO-8601 form. Without
+    ``as_of``, ``since`` or ``until``, a time the question names ("in June 2024", "last
+    year") is its ``since``/``until`` (``recall.when``).
     """
     if limit < 1:
         raise BadInput(f"must be at least 1, got {limit}", parameter="limit")
@@ -46,6 +49,12 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
              for name, value in (("as_of", as_of), ("known_at", known_at), ("since", since), ("until", until))}
     if given["since"] and given["until"] and given["since"] >= given["until"]:
         raise BadInput(f"must be before until ({given['until']}), got {given['since']}", parameter="since")
+    named = None
+    if not any(given[name] for name in ("as_of", "since", "until")):
+        # Asked without a window, a question that names a time ("in mid 2023") asks about it.
+        named = named_window(query, times.from_storage(now))
+        if named is not None:
+            given["since"], given["until"] = named.since, named.until
     effective_as_of = given["as_of"] or given["known_at"] or now
     window = Window(as_of=effective_as_of, known_at=given["known_at"], since=given["since"], until=given["until"],
                     history=history, as_of_given=given["as_of"] is not None)
@@ -76,7 +85,8 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
             item = episodes[str(item_id)]._replace(score=round(score, 6))
         results.append(item)
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
-                        unavailable=unavailable or None)
+                        unavailable=unavailable or None, since=given["since"], until=given["until"],
+                        time_words=named.words if named is not None else None)
 
 
 def facts(db: Queryable, *, now: str, subject: str | None = None, predicate: str | None = None,
