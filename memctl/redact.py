@@ -77,9 +77,15 @@ def _placeholder(value: str) -> bool:
     return not value or bool(_PLACEHOLDER.match(value))
 
 
-# A token of a known shape is a placeholder only when filled in (sk-proj-xxxxxxxx, ghp_000000...)
-# or documentation's own (AKIAIOSFODNN7EXAMPLE): a generated token may spell any word.
-_FILLED_IN = re.compile(r"(?i)(.)\1{5}|example\Z")
+# A token of a known shape is a placeholder only when filled in (sk-proj-xxxxxxxx, ghp_000000...:
+# one character repeated over a third of it at least) or documentation's own
+# (AKIAIOSFODNN7EXAMPLE): a generated token may spell any word, or hold "111111" by chance.
+_REPEATED = re.compile(r"(?i)(.)\1{5,}")
+
+
+def _filled_in(value: str) -> bool:
+    return value.lower().endswith("example") or any(3 * len(run.group(0)) >= len(value)
+                                                    for run in _REPEATED.finditer(value))
 
 
 def _not_a_value(value: str) -> bool:
@@ -150,7 +156,7 @@ def _shape(kind: str, triggers: tuple[str, ...], body: str, *, check: Callable[[
 
     def judge(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
         value = m.group(0)
-        if alone and (not _alone(text, m.start()) or _FILLED_IN.search(value)):
+        if alone and (not _alone(text, m.start()) or _filled_in(value)):
             return None
         if check is not None and not check(value):
             return None
