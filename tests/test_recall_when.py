@@ -50,6 +50,7 @@ def test_a_time_the_question_names_is_its_window(question, since, until, words):
     "what did we say on June 20",  # which year's June is not said
     'what does "May 2024" in the changelog refer to',  # quoted: words to search
     "may we use redis",
+    "what do we use for CI today",  # the present, which is the default
 ])
 def test_a_question_that_names_no_time_has_no_window(question):
     assert named_window(question, NOW) is None

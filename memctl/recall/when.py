@@ -9,8 +9,8 @@ extractors read (``memctl.extract.dates``), each taken as the whole stretch it n
 - "early", "mid" or "late" and a year: its first four months, the four after, the last four;
 - a year after "in", "during", "throughout" or "around": that year;
 - a capitalised month alone ("in October"): the latest October that has begun;
-- "yesterday", "today"; "last week" (the seven days before today), "last month", "last
-  year" (the calendar ones before this); "N days / weeks / months / years ago".
+- "yesterday"; "last week" (the seven days before today), "last month", "last year"
+  (the calendar ones before this); "N days / weeks / months / years ago".
 
 The most precise phrase wins; words inside "quotes" are a phrase to search, not a time.
 Pure: the question and the present in, UTC instants out.
@@ -19,13 +19,14 @@ Pure: the question and the present in, UTC instants out.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-# Tried before the date vocabulary is loaded (4 ms): most questions name no time.
-_COULD_NAME_A_TIME = re.compile(r"(?i)\d{4}|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|last|ago|yesterday|"
-                                r"today)")
-_QUOTED = re.compile(r'"[^"]*"')
+# Looked for before the date vocabulary is loaded (4 ms), or a pattern compiled: most
+# questions name no time. Every phrase read holds a digit or one of these.
+_HINTS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec", "last", "ago",
+          "yesterday")
 
 
 class NamedWindow(NamedTuple):
@@ -37,20 +38,23 @@ class NamedWindow(NamedTuple):
 def named_window(question: str, now: datetime) -> NamedWindow | None:
     """The stretch of time ``question`` names, seen from ``now`` (a UTC datetime); None
     when it names none."""
-    text = _QUOTED.sub(" ", question)
-    if not _COULD_NAME_A_TIME.search(text):
+    lowered = question.lower()
+    if not any(c.isdigit() for c in question) and not any(hint in lowered for hint in _HINTS):
         return None
     from memctl import times
 
-    for find in _FINDERS:
-        found = find(text, now)
-        if found is not None:
-            (since, until), match = found
-            return NamedWindow(times.to_storage(since), times.to_storage(until), match.group(0).strip())
+    text = re.sub(r'"[^"]*"', " ", question)  # a quoted phrase is searched for, not read
+
+    for pattern, start, end in _readings(now):
+        for match in pattern.finditer(text):
+            try:
+                first = start(match)
+            except (ValueError, OverflowError):  # no such day (31 June), or before year 1
+                continue
+            if first is not None:
+                return NamedWindow(times.to_storage(first), times.to_storage(end(first, match)),
+                                   match.group(0).strip())
     return None
-
-
-Found = tuple[tuple[datetime, datetime], re.Match[str]]
 
 
 def _months_later(first: datetime, months: int) -> datetime:
@@ -58,110 +62,51 @@ def _months_later(first: datetime, months: int) -> datetime:
     return first.replace(year=first.year + month // 12, month=month % 12 + 1, day=1)
 
 
-def _day(text: str, now: datetime) -> Found | None:
-    from memctl.extract import dates
-
-    for match in dates.EXPLICIT_DAY.finditer(text):
-        year, month, day = dates.day_parts(match.group(0))
-        if year is None:  # "on June 20": which year's is not said
-            continue
-        try:
-            first = dates.utc_day(year, month, day)
-        except ValueError:  # 31 June
-            continue
-        return (first, first + timedelta(days=1)), match
-    return None
-
-
-def _quarter(text: str, now: datetime) -> Found | None:
-    from memctl.extract import dates
-
-    match = dates.QUARTER.search(text)
-    if match is None:
-        return None
-    first = dates.quarter(match)
-    return (first, _months_later(first, 3)), match
-
-
-def _month_of_year(text: str, now: datetime) -> Found | None:
-    from memctl.extract import dates
-
-    match = dates.MONTH_OF_YEAR.search(text)
-    if match is None:
-        return None
-    first = dates.month_of_year(match)
-    return (first, _months_later(first, 1)), match
-
-
-_PART_OF_YEAR = re.compile(r"(?i)\b(?P<part>early|mid|late)[\s-]+(?P<y>(?:19|20)\d{2})\b")
+# Compiled when a question may name a time (re caches them), not by every recall's import.
+_PART_OF_YEAR = r"(?i)\b(?P<part>early|mid|late)[\s-]+(?P<y>(?:19|20)\d{2})\b"
 _PART_MONTHS = {"early": 0, "mid": 4, "late": 8}  # a third of the year each
+_IN_YEAR = r"(?i)\b(?:in|during|throughout|around)\s+(?P<y>(?:19|20)\d{2})\b(?![.:/\-]\d)"
+# "Today" is not read: "what do we use today" asks about the present, which is the default.
+_YESTERDAY = r"(?i)\byesterday\b"
+
+Start = Callable[[re.Match[str]], "datetime | None"]
+End = Callable[[datetime, re.Match[str]], datetime]
 
 
-def _part_of_year(text: str, now: datetime) -> Found | None:
+def _readings(now: datetime) -> tuple[tuple[re.Pattern[str], Start, End], ...]:
+    """(phrase, where the stretch it names starts (None: it names none), where it ends),
+    most precise first."""
     from memctl.extract import dates
 
-    match = _PART_OF_YEAR.search(text)
-    if match is None:
-        return None
-    first = _months_later(dates.utc_day(int(match["y"]), 1, 1), _PART_MONTHS[match["part"].lower()])
-    return (first, _months_later(first, 4)), match
+    def day(match: re.Match[str]) -> datetime | None:
+        year, month, number = dates.day_parts(match.group(0))
+        return None if year is None else dates.utc_day(year, month, number)  # "on June 20": which year's?
 
+    def latest_month_named(match: re.Match[str]) -> datetime:
+        month = dates.MONTH_NUMBER[match["mon"].lower()]
+        return dates.utc_day(now.year - (month > now.month), month, 1)  # the latest that has begun
 
-_IN_YEAR = re.compile(r"(?i)\b(?:in|during|throughout|around)\s+(?P<y>(?:19|20)\d{2})\b(?![.:/\-]\d)")
+    def ago_end(first: datetime, match: re.Match[str]) -> datetime:
+        unit = match["unit"].lower()
+        if unit in ("day", "week"):
+            return first + timedelta(days=1 if unit == "day" else 7)
+        return _months_later(first, 1 if unit == "month" else 12)
 
+    def months(n: int) -> End:
+        return lambda first, _: _months_later(first, n)
 
-def _year(text: str, now: datetime) -> Found | None:
-    from memctl.extract import dates
+    def one_day(first: datetime, _: re.Match[str]) -> datetime:
+        return first + timedelta(days=1)
 
-    match = _IN_YEAR.search(text)
-    if match is None:
-        return None
-    first = dates.utc_day(int(match["y"]), 1, 1)
-    return (first, _months_later(first, 12)), match
-
-
-def _month_alone(text: str, now: datetime) -> Found | None:
-    from memctl.extract import dates
-
-    match = dates.IN_MONTH.search(text)
-    if match is None:
-        return None
-    month = dates.MONTH_NUMBER[match["mon"].lower()]
-    first = dates.utc_day(now.year - (month > now.month), month, 1)  # the latest that has begun
-    return (first, _months_later(first, 1)), match
-
-
-_DAY_WORDS = re.compile(r"(?i)\b(?P<word>yesterday|today)\b")
-
-
-def _relative_day(text: str, now: datetime) -> Found | None:
-    from memctl.extract import dates
-
-    match = _DAY_WORDS.search(text)
-    if match is None:
-        return None
-    first = dates.relative_day(match["word"], now)
-    return (first, first + timedelta(days=1)), match
-
-
-def _ago(text: str, now: datetime) -> Found | None:
-    """The day, week, month or year that "N units ago" or "last unit" points into."""
-    from memctl.extract import dates
-
-    match = dates.AGO.search(text) or dates.LAST.search(text)
-    if match is None:
-        return None
-    try:
-        first, _ = dates.ago(match, now)
-    except (ValueError, OverflowError):  # before year 1
-        return None
-    unit = match["unit"].lower()
-    if unit == "day":
-        return (first, first + timedelta(days=1)), match
-    if unit == "week":
-        return (first, first + timedelta(days=7)), match
-    return (first, _months_later(first, 1 if unit == "month" else 12)), match
-
-
-# Most precise first.
-_FINDERS = (_day, _relative_day, _month_of_year, _quarter, _month_alone, _part_of_year, _ago, _year)
+    return (
+        (dates.EXPLICIT_DAY, day, one_day),
+        (re.compile(_YESTERDAY), lambda _: dates.relative_day("yesterday", now), one_day),
+        (dates.MONTH_OF_YEAR, dates.month_of_year, months(1)),
+        (dates.QUARTER, dates.quarter, months(3)),
+        (dates.IN_MONTH, latest_month_named, months(1)),
+        (re.compile(_PART_OF_YEAR), lambda m: _months_later(dates.utc_day(int(m["y"]), 1, 1), _PART_MONTHS[m["part"].lower()]),
+         months(4)),
+        (dates.AGO, lambda m: dates.ago(m, now)[0], ago_end),
+        (dates.LAST, lambda m: dates.ago(m, now)[0], ago_end),
+        (re.compile(_IN_YEAR), lambda m: dates.utc_day(int(m["y"]), 1, 1), months(12)),
+    )
