@@ -227,6 +227,11 @@ def test_a_recall_loads_only_what_answers_it(tmp_path):
     answered_before_typer = modules_after("--db", str(path), "recall", question, "--json")
     assert (unneeded | {"typer", "click", "rich", "memctl.cli", "dataclasses", "inspect", "decimal",
                         "memctl.reports"}) & answered_before_typer == set()
+    # The date vocabulary (4 ms) only for a question that may name a time (recall.when);
+    # a number in a name is no year.
+    assert "memctl.extract.dates" not in modules_after("--db", str(path), "recall", "what does service238 use",
+                                                       "--json")
+    assert "memctl.extract.dates" in modules_after("--db", str(path), "recall", "billing in March 2024", "--json")
 
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=24)
