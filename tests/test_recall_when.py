@@ -56,6 +56,15 @@ def test_a_question_that_names_no_time_has_no_window(question):
     assert named_window(question, NOW) is None
 
 
+def test_every_month_word_of_the_date_vocabulary_passes_the_gate():
+    """``recall.when`` looks for these words before it loads ``extract.dates``: a month
+    spelling added there and not here would never be read."""
+    from memctl.extract.dates import MONTH_NUMBER
+    from memctl.recall.when import _HINTS
+
+    assert set(MONTH_NUMBER) <= _HINTS
+
+
 @pytest.fixture
 def team(tmp_path: Path, clock) -> Memory:
     memory = Memory.open(tmp_path / "m.db", clock)

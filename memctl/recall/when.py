@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import NamedTuple
 
 # Looked for before the date vocabulary is loaded (4 ms): most questions name no time, and
@@ -45,7 +45,6 @@ def named_window(question: str, now: datetime) -> NamedWindow | None:
     from memctl import times
 
     text = re.sub(r'"[^"]*"', " ", question)  # a quoted phrase is searched for, not read
-
     for pattern, start, end in _readings(now):
         for match in pattern.finditer(text):
             try:
@@ -56,11 +55,6 @@ def named_window(question: str, now: datetime) -> NamedWindow | None:
                 return NamedWindow(times.to_storage(first), times.to_storage(end(first, match)),
                                    match.group(0).strip())
     return None
-
-
-def _months_later(first: datetime, months: int) -> datetime:
-    month = first.month - 1 + months
-    return first.replace(year=first.year + month // 12, month=month % 12 + 1, day=1)
 
 
 # Compiled when a question may name a time (re caches them), not by every recall's import.
@@ -77,6 +71,8 @@ End = Callable[[datetime, re.Match[str]], datetime]
 def _readings(now: datetime) -> tuple[tuple[re.Pattern[str], Start, End], ...]:
     """(phrase, where the stretch it names starts (None: it names none), where it ends),
     most precise first."""
+    from dateutil.relativedelta import relativedelta
+
     from memctl.extract import dates
 
     def day(match: re.Match[str]) -> datetime | None:
@@ -87,27 +83,26 @@ def _readings(now: datetime) -> tuple[tuple[re.Pattern[str], Start, End], ...]:
         month = dates.MONTH_NUMBER[match["mon"].lower()]
         return dates.utc_day(now.year - (month > now.month), month, 1)  # the latest that has begun
 
-    def ago_end(first: datetime, match: re.Match[str]) -> datetime:
-        unit = match["unit"].lower()
-        if unit in ("day", "week"):
-            return first + timedelta(days=1 if unit == "day" else 7)
-        return _months_later(first, 1 if unit == "month" else 12)
+    def part_of_year(match: re.Match[str]) -> datetime:
+        return dates.utc_day(int(match["y"]), 1, 1) + relativedelta(months=_PART_MONTHS[match["part"].lower()])
 
-    def months(n: int) -> End:
-        return lambda first, _: _months_later(first, n)
+    units = {"day": relativedelta(days=1), "week": relativedelta(weeks=1), "month": relativedelta(months=1),
+             "year": relativedelta(years=1)}
 
-    def one_day(first: datetime, _: re.Match[str]) -> datetime:
-        return first + timedelta(days=1)
+    def span(length: relativedelta) -> End:
+        return lambda first, _: first + length
+
+    def one_of_its_unit(first: datetime, match: re.Match[str]) -> datetime:  # "3 weeks ago": that week
+        return first + units[match["unit"].lower()]
 
     return (
-        (dates.EXPLICIT_DAY, day, one_day),
-        (re.compile(_YESTERDAY), lambda _: dates.relative_day("yesterday", now), one_day),
-        (dates.MONTH_OF_YEAR, dates.month_of_year, months(1)),
-        (dates.QUARTER, dates.quarter, months(3)),
-        (dates.IN_MONTH, latest_month_named, months(1)),
-        (re.compile(_PART_OF_YEAR), lambda m: _months_later(dates.utc_day(int(m["y"]), 1, 1), _PART_MONTHS[m["part"].lower()]),
-         months(4)),
-        (dates.AGO, lambda m: dates.ago(m, now)[0], ago_end),
-        (dates.LAST, lambda m: dates.ago(m, now)[0], ago_end),
-        (re.compile(_IN_YEAR), lambda m: dates.utc_day(int(m["y"]), 1, 1), months(12)),
+        (dates.EXPLICIT_DAY, day, span(units["day"])),
+        (re.compile(_YESTERDAY), lambda _: dates.relative_day("yesterday", now), span(units["day"])),
+        (dates.MONTH_OF_YEAR, dates.month_of_year, span(units["month"])),
+        (dates.QUARTER, dates.quarter, span(relativedelta(months=3))),
+        (dates.IN_MONTH, latest_month_named, span(units["month"])),
+        (re.compile(_PART_OF_YEAR), part_of_year, span(relativedelta(months=4))),
+        (dates.AGO, lambda m: dates.ago(m, now)[0], one_of_its_unit),
+        (dates.LAST, lambda m: dates.ago(m, now)[0], one_of_its_unit),
+        (re.compile(_IN_YEAR), lambda m: dates.utc_day(int(m["y"]), 1, 1), span(units["year"])),
     )
