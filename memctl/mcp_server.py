@@ -130,10 +130,12 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         limit: Annotated[int, Field(description="At most this many results.")] = 10,
         history: Annotated[bool, Field(description="Every valid time of the matching facts, not one instant.")] = False,
     ) -> dict[str, Any]:
-        """Find what was said (episodes) and what was extracted (facts), best first: facts true at as_of
-        (default now), episodes said by then, as memctl knew them at known_at. Without as_of, a time the
-        query names ("in March 2024", "mid 2023", "last month") is the window: facts true at some time in
-        it, episodes said in it (since, until and time_words say so). As `memctl recall --json`."""
+        """Find what was said (episodes) and what was extracted (facts), best first: facts true at as_of,
+        episodes said by then, as memctl knew them at known_at. Without as_of, a time the query names ("in
+        March 2024", "mid 2023", "since last month") is the window: facts true at some time in it, episodes
+        said in it (since, until and time_words say so). With neither, facts true now, and also those that
+        ended, each with its status (current, ended, superseded): one that was replaced comes right after
+        what replaced it. As `memctl recall --json`."""
         return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history))
 
     @server.tool(annotations=DESTRUCTIVE)

@@ -64,7 +64,9 @@ def test_known_at_answers_what_was_believed_before_a_later_ingest(cli, tmp_path)
     between = datetime.now(UTC).isoformat()
     time.sleep(0.01)
     assert cli("ingest", nyc).code == 0
-    assert objects(cli("recall", "--kind", "fact", "where does alice live", "--json")) == ["NYC"]
+    # asked with no time: what holds, and under it what it replaced
+    now = cli("recall", "--kind", "fact", "where does alice live", "--json").json()["results"]
+    assert [(r["object"], r["status"]) for r in now] == [("NYC", "current"), ("Austin", "superseded")]
     assert objects(cli("recall", "--kind", "fact", "where does alice live", "--as-of", "2024-06-01", "--json")) == ["NYC"]
     # before the NYC ingest memctl believed Austin, still true and open-ended
     then = cli("recall", "--kind", "fact", "where does alice live", "--known-at", between, "--as-of", "2024-06-01", "--json").json()

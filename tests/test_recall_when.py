@@ -42,8 +42,29 @@ def test_a_time_the_question_names_is_its_window(question, since, until, words):
     assert named.since.endswith("T00:00:00.000000Z") and named.until.endswith("T00:00:00.000000Z")
 
 
+@pytest.mark.parametrize(("question", "since", "until", "words"), [
+    ("what changed since March 2024", "2024-03-01", None, "since March 2024"),
+    ("what changed since 2023?", "2023-01-01", None, "since 2023"),
+    ("deploys from 2025", "2025-01-01", None, "from 2025"),
+    ("what broke after 2 April 2024", "2024-04-03", None, "after 2 April 2024"),
+    ("what happened after June 2024", "2024-07-01", None, "after June 2024"),
+    ("who led billing before 2024", None, "2024-01-01", "before 2024"),
+    ("what did we use until October 2023", None, "2023-10-01", "until October 2023"),
+    ("since last year, what broke", "2025-01-01", None, "since last year"),
+    ("what changed since October", "2025-10-01", None, "since October"),  # the latest October begun
+    ("what did we use before the Q3 2024 audit", None, "2024-07-01", "before the Q3 2024"),
+])
+def test_since_after_before_and_until_leave_one_end_open(question, since, until, words):
+    named = named_window(question, NOW)
+    assert named is not None
+    assert (named.since and named.since[:10], named.until and named.until[:10], named.words) == (since, until, words)
+
+
 @pytest.mark.parametrize("question", [
     "which database does billing use",
+    "what broke after March",  # asked in March 2026: that March has not ended
+    "what did we do before lunch",
+    "who led billing before Sam",
     "who leads billing now",
     "what is the 2024 roadmap file called",  # a year that is part of a name, not after "in"
     "what is in version 2024.1",
@@ -86,10 +107,19 @@ def test_who_led_billing_in_mid_2023_is_dana_not_sam(team):
     assert "Dana" in subjects(result) and "Sam" not in subjects(result)
     assert (result.since, result.until, result.time_words) == (
         "2023-05-01T00:00:00.000000Z", "2023-09-01T00:00:00.000000Z", "mid 2023")
-    # the same question without the time is asked of the present
+    # the same question without the time is asked of the present: Sam leads; Dana's ended lead comes after
     now = team.recall("who was leading the billing team?", kind="fact")
-    assert "Sam" in subjects(now) and "Dana" not in subjects(now)
+    assert subjects(now)[:2] == ["Sam", "Dana"] and [r.status for r in now.results[:2]] == ["current", "ended"]
     assert now.since is None and "since" not in now.to_json()
+
+
+def test_an_open_window_read_from_the_question(team):
+    before = team.recall("who was leading the billing team before 2023-10-15", kind="fact")
+    assert (before.since, before.until) == (None, "2023-10-15T00:00:00.000000Z")
+    assert {"Dana", "Sam"} <= set(subjects(before))  # both led billing at some time before then
+    since = team.recall("what has billing used since June 2024", kind="fact")
+    assert (since.since, since.until) == ("2024-06-01T00:00:00.000000Z", None)
+    assert "MySQL" not in objects(since) and "Redis" in objects(since)  # Redis held until September
 
 
 def test_a_window_given_is_the_window_and_the_words_search(team):
@@ -105,6 +135,11 @@ def test_the_command_line_says_which_words_the_window_was_read_from(cli):
     assert shown.code == 0
     assert "from 2024-03-01 00:00:00Z to 2024-04-01 00:00:00Z (read from 'March 2024')" in shown.out
     assert "MySQL" in shown.out
+    since = cli("recall", "what has billing used since June 2024", "--kind", "fact")
+    assert "from 2024-06-01 00:00:00Z to … (read from 'since June 2024')" in since.out
+    data = cli("recall", "what has billing used since June 2024", "--json").json()
+    assert "until" not in data and (data["since"], data["time_words"]) == ("2024-06-01T00:00:00.000000Z",
+                                                                          "since June 2024")
     data = cli("recall", "which database did billing use in March 2024", "--json").json()
     assert (data["since"], data["until"], data["time_words"]) == (
         "2024-03-01T00:00:00.000000Z", "2024-04-01T00:00:00.000000Z", "March 2024")

@@ -34,7 +34,9 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     """The best facts and episodes for ``query``.
 
     Facts valid at ``as_of`` (every valid time with ``history``; any time in
-    ``since``/``until`` when those are given and ``as_of`` is not), episodes said by then
+    ``since``/``until`` when those are given and ``as_of`` is not; with none of these, also
+    those that ended by then, each under the fact that holds in its place if that was
+    found: ``fusion.ranked``), episodes said by then
     (and in ``since``/``until``), both as memctl held them at ``known_at``. "What memctl
     believed at K" defaults to what it would have answered then: without ``as_of``, the
     time is ``known_at``, or else ``now``. Times take any ISO-8601 form. Without
@@ -56,9 +58,12 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
         if named is not None:
             given["since"], given["until"] = named.since, named.until
     effective_as_of = given["as_of"] or given["known_at"] or now
+    timed = any(given[name] for name in ("as_of", "since", "until"))
+    # Asked with no time, facts that held before and ended are found too, under what
+    # replaced them ("who led billing before Sam", "does billing still use Redis?").
     window = Window(as_of=effective_as_of, known_at=given["known_at"], since=given["since"], until=given["until"],
-                    history=history, as_of_given=given["as_of"] is not None)
-    parsed = parse(query, timed=any(given[name] for name in ("as_of", "since", "until")))
+                    history=history, as_of_given=given["as_of"] is not None, past=not timed)
+    parsed = parse(query, timed=timed)
     wanted = {"fact", "episode"} if kind == "all" else {kind}
     depth = max(DEPTH, 3 * limit)
     rankings, unavailable = [], []
@@ -72,9 +77,15 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     scores = fusion.rrf(rankings)
     fact_ids = [int(key[1]) for key in scores if key[0] == "fact"]
     facts = search.facts_by_id(db, fact_ids, window)
+    timelines = None
+    if window.past or window.history:
+        timelines = {fact_id: (line, facts[fact_id].status == "current")
+                     for fact_id, line in search.fact_timelines(db, list(facts)).items()}
+        if not parsed.looks_back():
+            scores = fusion.discount_past(scores, timelines)
     if kind == "all":
         scores = fusion.reinforce(scores, {fact_id: fact.episodes or [] for fact_id, fact in facts.items()})
-    best = fusion.ranked(scores, limit)
+    best = fusion.ranked(scores, limit, timelines)
     episodes = search.episodes_by_id(db, [str(key[1]) for key, _ in best if key[0] == "episode"], parsed.match())
     results: list[Fact | EpisodeHit] = []
     for (item_kind, item_id), score in best:

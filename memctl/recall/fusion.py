@@ -1,4 +1,5 @@
-"""Reciprocal rank fusion, and facts that take in the episodes they came from.
+"""Reciprocal rank fusion, facts that take in the episodes they came from, and facts that
+no longer hold listed under what replaced them.
 
 Pure. Each ranker gives a list, best first; an item's fused score is the sum over the
 lists of 1 / (k + rank), with k = 60 as in the original paper and every peer's recipe:
@@ -7,9 +8,14 @@ an item near the top of two lists beats one at the top of one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 K = 60
+# What a fact that no longer holds counts of its score: asked in the present, what still
+# holds comes first among answers about as good ("what does billing use": Sentry before
+# the Redis it dropped), while one that matches clearly better still leads ("does
+# billing still use Redis?").
+PAST_WEIGHT = 0.75
 
 Key = tuple[str, int | str]  # ("fact", fact id) or ("episode", episode id)
 
@@ -39,6 +45,47 @@ def reinforce(scores: Mapping[Key, float], support: Mapping[int, Sequence[str]])
     return result
 
 
-def ranked(scores: Mapping[Key, float], limit: int) -> list[tuple[Key, float]]:
-    """Best first; ties by kind and id, so a run gives the same order every time."""
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0][0], str(item[0][1])))[:limit]
+Timelines = Mapping[int, tuple[Hashable, bool]]  # fact id -> (its timeline, whether it holds now)
+
+
+def discount_past(scores: Mapping[Key, float], timelines: Timelines) -> dict[Key, float]:
+    """Each fact that no longer holds at PAST_WEIGHT of its score. Done before
+    ``reinforce``, so that an episode which supports a fact and the one that replaced it
+    ("Dana moved to the platform team; Sam leads billing now") goes to what holds."""
+    return {key: score * PAST_WEIGHT if key[0] == "fact" and not timelines.get(int(key[1]), (None, True))[1]
+            else score for key, score in scores.items()}
+
+
+def ranked(scores: Mapping[Key, float], limit: int, timelines: Timelines | None = None) -> list[tuple[Key, float]]:
+    """Best first; ties by kind and id, so a run gives the same order every time.
+
+    ``timelines``, for a list that has facts which no longer hold: such a fact goes right
+    under the current fact of its timeline, if that was found too, and their place ranks
+    by the better of their scores: the question reached that timeline, whose answer is
+    what holds now, and what held before is its context ("which database does billing
+    use" matches the MySQL it used best, and answers Postgres). Both show the place's
+    score. A timeline is a slot, or one value of a many-valued slot (values there do not
+    replace each other).
+    """
+    places = dict(scores)
+    under: dict[Key, list[Key]] = {}
+    lines: dict[Hashable, list[Key]] = {}
+    for key in scores:
+        if timelines and key[0] == "fact" and int(key[1]) in timelines:
+            lines.setdefault(timelines[int(key[1])][0], []).append(key)
+    for members in lines.values():
+        assert timelines is not None
+        current = [key for key in members if timelines[int(key[1])][1]]
+        if not current:
+            continue
+        head = max(current, key=lambda key: scores[key])
+        under[head] = sorted((key for key in members if not timelines[int(key[1])][1]), key=lambda key: -scores[key])
+        places[head] = max(scores[key] for key in members)
+        for key in under[head]:
+            del places[key]
+    result: list[tuple[Key, float]] = []
+    for key, score in sorted(places.items(), key=lambda item: (-item[1], item[0][0], str(item[0][1]))):
+        result += [(key, score)] + [(before, score) for before in under.get(key, ())]
+        if len(result) >= limit:
+            break
+    return result[:limit]

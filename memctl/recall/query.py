@@ -24,6 +24,17 @@ MAX_PHRASE_WORDS = 16
 MAX_NAME_WORDS = 4
 # The present, which every question is asked in unless a window says otherwise.
 PRESENT_WORDS = frozenset({"now", "currently", "nowadays", "presently", "anymore"})
+# "which database", "what kind of framework": the words after these name what is asked for.
+ASKING_WORDS = frozenset({"which", "what", "whichever", "whatever"})
+KIND_OF_WORDS = frozenset({"kind", "kinds", "type", "types", "sort", "sorts"})
+MAX_KIND_WORDS = 3
+# Words that ask about what held before, or whether it still does: "does billing still
+# use Redis?", "who led billing before Sam", "did we ever use Kafka". Facts that ended
+# then rank by how well they match alone; otherwise what holds comes first among equals.
+LOOKING_BACK_WORDS = frozenset({
+    "still", "anymore", "before", "previously", "formerly", "originally", "earlier", "ever", "once", "used",
+    "did", "was", "were", "had", "stopped", "dropped", "ended", "replaced", "former", "old", "past", "history",
+})
 
 
 @cache
@@ -41,6 +52,11 @@ class Query(NamedTuple):
     words: tuple[str, ...]  # every word, in order, lower case (entity names may be stop words: "The Who")
     terms: tuple[str, ...]  # the words that search: stop words left out unless nothing else is left
     phrases: tuple[tuple[str, ...], ...]  # quoted phrases, two words or more
+    asked_kind: tuple[str, ...] = ()  # what is asked for: "database" of "which database does billing use"
+
+    def looks_back(self) -> bool:
+        """Whether the question asks about what held before (``LOOKING_BACK_WORDS``)."""
+        return not LOOKING_BACK_WORDS.isdisjoint(self.words)
 
     def parts(self) -> list[str]:
         """Each phrase and term as an FTS5 string: quoted, so FTS5 tokenizes (and stems)
@@ -50,6 +66,16 @@ class Query(NamedTuple):
     def match(self) -> str:
         """The FTS5 expression: any term or phrase may match, BM25 weighs the rarer ones."""
         return " OR ".join(self.parts())
+
+    def kind_match(self) -> str | None:
+        """The FTS5 expression for texts of the kind asked for that match the rest of the
+        question too: ``"database" AND ("billing" OR "use")``; None when no kind is named."""
+        if not self.asked_kind:
+            return None
+        kind = '"' + " ".join(self.asked_kind) + '"'
+        rest = [part for part in self.parts()
+                if part.strip('"') not in self.asked_kind and part.strip('"') not in KIND_OF_WORDS]
+        return f"{kind} AND ({' OR '.join(rest)})" if rest else kind
 
     def name_keys(self) -> list[str]:
         """Every run of up to MAX_NAME_WORDS words: the entity names the question may hold.
@@ -90,7 +116,26 @@ def parse(text: str, *, timed: bool = False) -> Query:
                and not (timed and _is_time_word(word))]
     kept_phrases = tuple(phrases)[:MAX_TERMS]
     terms = tuple((content or ([] if kept_phrases else distinct))[:max(MAX_TERMS - len(kept_phrases), 1)])
-    return Query(text=text, words=words[:MAX_TERMS * MAX_NAME_WORDS], terms=terms, phrases=kept_phrases)
+    return Query(text=text, words=words[:MAX_TERMS * MAX_NAME_WORDS], terms=terms, phrases=kept_phrases,
+                 asked_kind=_asked_kind(loose, terms))
+
+
+def _asked_kind(words: list[str], terms: tuple[str, ...]) -> tuple[str, ...]:
+    """The words right after the first "which" or "what" (and "kind of"), up to a stop
+    word, that search: the kind of thing the question asks for. None follow "what did
+    we decide" or "what is the plan": those ask no kind."""
+    for start, word in enumerate(words):
+        if word in ASKING_WORDS:
+            rest = words[start + 1:]
+            if len(rest) > 1 and rest[0] in KIND_OF_WORDS and rest[1] == "of":
+                rest = rest[2:]
+            kind: list[str] = []
+            for following in rest[:MAX_KIND_WORDS]:
+                if following not in terms:
+                    break
+                kind.append(following)
+            return tuple(kind)
+    return ()
 
 
 def _is_time_word(word: str) -> bool:

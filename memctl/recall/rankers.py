@@ -55,4 +55,20 @@ class EntityGraph:
         return [("fact", fact_id) for fact_id in search.facts_about(db, named, query.match(), window, limit)]
 
 
-DEFAULT_RANKERS: tuple[Ranker, ...] = (FactText(), EpisodeText(), EntityGraph())
+class AskedKind:
+    """Facts of the kind a question asks for ("which database does billing use": facts
+    that say "database") that match the rest of it too. BM25 alone weighs "database" as
+    any other word: "Billing reports errors to Sentry", which matches "billing use", would
+    answer as well as the database billing moved to."""
+
+    name = "asked_kind"
+    kinds = frozenset({"fact"})
+
+    def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
+        match = query.kind_match()
+        if match is None:
+            return []
+        return [("fact", fact_id) for fact_id in search.facts_matching(db, [match], window, limit)]
+
+
+DEFAULT_RANKERS: tuple[Ranker, ...] = (FactText(), EpisodeText(), EntityGraph(), AskedKind())

@@ -13,6 +13,9 @@ extractors read (``memctl.extract.dates``), each taken as the whole stretch it n
   (the calendar ones before this); "N days / weeks / months / years ago".
 
 The most precise phrase wins; words inside "quotes" are a phrase to search, not a time.
+After "since" or "from" a stretch is where the window starts, after "after" where it
+ends, and before "before" or "until" where the window ends: "what changed since March
+2024" has no end, "who led billing before 2024" no start; a bare year is read there too.
 Pure: the question and the present in, UTC instants out.
 """
 
@@ -31,8 +34,8 @@ _HINTS = frozenset({*_MONTHS, *(month[:3] for month in _MONTHS), "sept", "last",
 
 
 class NamedWindow(NamedTuple):
-    since: str  # storage form, inclusive
-    until: str  # storage form, exclusive
+    since: str | None  # storage form, inclusive; None: open towards the past
+    until: str | None  # storage form, exclusive; None: open towards the present
     words: str  # the question's words it was read from
 
 
@@ -51,16 +54,41 @@ def named_window(question: str, now: datetime) -> NamedWindow | None:
                 first = start(match)
             except (ValueError, OverflowError):  # no such day (31 June), or before year 1
                 continue
-            if first is not None:
-                return NamedWindow(times.to_storage(first), times.to_storage(end(first, match)),
-                                   match.group(0).strip())
+            if first is None:
+                continue
+            since: datetime | None = first
+            until: datetime | None = end(first, match)
+            # "since March 2024": the bound is before the phrase, or in it ("since 2023")
+            before = _BOUND.search(text, 0, match.start())
+            bound = (before["bound"] if before is not None else match.groupdict().get("bound") or "").lower()
+            if bound:
+                since, until = _OPEN_ENDS[bound](first, until)
+                if since is not None and since > now:  # "after March", asked in March: not a time yet
+                    continue
+            return NamedWindow(None if since is None else times.to_storage(since),
+                               None if until is None else times.to_storage(until),
+                               text[before.start() if before is not None else match.start():match.end()].strip())
     return None
+
+
+# (since, until) of a stretch after each bound word, from its (first, last) instants.
+_OPEN_ENDS: dict[str, Callable[[datetime, datetime | None], tuple[datetime | None, datetime | None]]] = {
+    "since": lambda first, _: (first, None), "from": lambda first, _: (first, None),
+    "after": lambda _, last: (last, None),
+    "before": lambda first, _: (None, first), "until": lambda first, _: (None, first),
+    "till": lambda first, _: (None, first),
+}
 
 
 # Compiled when a question may name a time (re caches them), not by every recall's import.
 _PART_OF_YEAR = r"(?i)\b(?P<part>early|mid|late)[\s-]+(?P<y>(?:19|20)\d{2})\b"
 _PART_MONTHS = {"early": 0, "mid": 4, "late": 8}  # a third of the year each
-_IN_YEAR = r"(?i)\b(?:in|during|throughout|around)\s+(?P<y>(?:19|20)\d{2})\b(?![.:/\-]\d)"
+_IN_YEAR = r"(?i)\b(?:in|during|throughout|around|(?P<bound>since|from|after|before|until|till))\s+" \
+           r"(?P<y>(?:19|20)\d{2})\b(?![.:/\-]\d)"
+# "since October": a capitalised month alone after a bound, as "in October" is read.
+_BOUND_MONTH = r"\b(?P<bound>[Ss]ince|[Ff]rom|[Aa]fter|[Bb]efore|[Uu]ntil|[Tt]ill)\s+(?P<mon>{month})\b(?!\.?,?\s*\d)"
+# The word that makes a stretch one end of the window, right before its phrase.
+_BOUND = re.compile(r"(?i)\b(?P<bound>since|from|after|before|until|till)\s+(?:the\s+)?\Z")
 # "Today" is not read: "what do we use today" asks about the present, which is the default.
 _YESTERDAY = r"(?i)\byesterday\b"
 
@@ -101,6 +129,7 @@ def _readings(now: datetime) -> tuple[tuple[re.Pattern[str], Start, End], ...]:
         (dates.MONTH_OF_YEAR, dates.month_of_year, span(units["month"])),
         (dates.QUARTER, dates.quarter, span(relativedelta(months=3))),
         (dates.IN_MONTH, latest_month_named, span(units["month"])),
+        (re.compile(_BOUND_MONTH.format(month=dates.CAPITALISED_MONTH)), latest_month_named, span(units["month"])),
         (re.compile(_PART_OF_YEAR), part_of_year, span(relativedelta(months=4))),
         (dates.AGO, lambda m: dates.ago(m, now)[0], one_of_its_unit),
         (dates.LAST, lambda m: dates.ago(m, now)[0], one_of_its_unit),

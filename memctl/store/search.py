@@ -4,8 +4,8 @@ Every ranker applies the time window inside its own query, before its limit, so 
 never cuts away what was true (or said) in the window:
 
 - facts: held at ``known_at`` (or now), and valid at ``as_of`` (``valid_at <= T <
-  invalid_at``), or, with ``since``/``until``, valid at some time in that window, or at
-  any time with ``history``;
+  invalid_at``), or with ``past`` also ended by then, or, with ``since``/``until``, valid
+  at some time in that window, or at any time with ``history``;
 - episodes: held at ``known_at`` (``episode_spans``; without K, active now), said at or
   before ``as_of`` (reference time), and inside ``since``/``until``.
 """
@@ -30,12 +30,16 @@ class Window(NamedTuple):
     until: str | None = None  # ...and before then
     history: bool = False  # facts at any valid time, episodes said at any time
     as_of_given: bool = True  # with since/until, whether facts must also be valid at as_of
+    past: bool = False  # facts that ended by as_of too (a question asked with no time: recall's default)
 
 
 def fact_window(alias: str, window: Window) -> tuple[str, list]:
-    valid_at = None if window.history or ((window.since or window.until) and not window.as_of_given) \
+    valid_at = None if window.history or window.past or ((window.since or window.until) and not window.as_of_given) \
         else window.as_of
     condition, params = time_window(alias, known_at=window.known_at, as_of=valid_at)
+    if window.past and not window.history:
+        condition += f" AND {alias}.valid_at <= ?"  # begun by then: what was true, or is
+        params.append(window.as_of)
     if not window.history and window.until is not None:
         condition += f" AND {alias}.valid_at < ?"
         params.append(window.until)
@@ -81,7 +85,7 @@ def facts_matching(db: Queryable, parts: list[str], window: Window, limit: int) 
     # Many fact versions fall outside a window (superseded, ended, expired): start deep.
     found = _best_in_window(db, "facts_fts", parts, limit, lambda ranked, ranked_params: db.execute(
         f"""SELECT f.id FROM ({ranked}) t CROSS JOIN facts f ON f.id = t.rowid
-            WHERE {condition} ORDER BY t.rank, f.valid_at, f.id LIMIT ?""", [*ranked_params, *params, limit]),
+            WHERE {condition} ORDER BY t.rank, f.valid_at DESC, f.id LIMIT ?""", [*ranked_params, *params, limit]),
         first=16, alone=False)
     if len(parts) < 2 or not found:
         return found
@@ -254,6 +258,17 @@ def facts_by_id(db: Queryable, fact_ids: list[int], window: Window) -> dict[int,
         found += [fact for fact, _ in facts_where(db, f"f.id IN ({marks})", chunk, order="f.id",
                                                   status_at=window.as_of)]
     return {fact.fact_id: fact for fact in with_episodes(db, found, window.known_at)}
+
+
+def fact_timelines(db: Queryable, fact_ids: list[int]) -> dict[int, tuple]:
+    """The timeline of each fact: its slot, or for a many-valued slot the slot and its value
+    (whose facts do not replace the slot's other values')."""
+    found: dict[int, tuple] = {}
+    for chunk, marks in in_chunks(fact_ids):
+        for fact_id, subject_id, predicate_key, object_id, cardinality in db.execute(
+                f"SELECT id, subject_id, predicate_key, object_id, cardinality FROM facts WHERE id IN ({marks})", chunk):
+            found[fact_id] = (subject_id, predicate_key, object_id if cardinality == "many" else None)
+    return found
 
 
 SNIPPET_WORDS = 24
