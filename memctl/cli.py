@@ -429,7 +429,7 @@ def _recall_table(result) -> None:
     from rich.text import Text
 
     if result.since or result.until:
-        title = f"from {_day(result.since)} to {_day(result.until)}"
+        title = f"{'what happened ' if result.what_happened else ''}from {_day(result.since)} to {_day(result.until)}"
         if result.time_words:
             title += f" (read from {result.time_words!r})"
     else:

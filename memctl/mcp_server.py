@@ -133,9 +133,11 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         """Find what was said (episodes) and what was extracted (facts), best first: facts true at as_of,
         episodes said by then, as memctl knew them at known_at. Without as_of, a time the query names ("in
         March 2024", "mid 2023", "since last month") is the window: facts true at some time in it, episodes
-        said in it (since, until and time_words say so). With neither, facts true now, and also those that
-        ended, each with its status (current, ended, superseded): one that was replaced comes right after
-        what replaced it. As `memctl recall --json`."""
+        said in it (since, until and time_words say so); a query that only asks what happened then ("what
+        changed last month") lists the window's changed facts and sessions, latest first (what_happened).
+        With no time at all, facts true now, and also those that ended, each with its status (current,
+        ended, superseded): one that was replaced comes right after what replaced it. As `memctl recall
+        --json`."""
         return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history))
 
     @server.tool(annotations=DESTRUCTIVE)

@@ -121,11 +121,14 @@ class _RecallResultFields(NamedTuple):
     since: str | None = None  # the window's start: given, or read from the question
     until: str | None = None  # ...and its end
     time_words: str | None = None  # the question's words the window was read from ("in mid 2023")
+    # True: the question asked what happened in the window, and these are its changes and
+    # sessions, latest first, not matches of its words
+    what_happened: bool | None = None
 
 
 class RecallResult(ReadRecord, _RecallResultFields):
     __slots__ = ()
-    _OMITTED_WHEN_NONE = frozenset({"unavailable", "since", "until", "time_words"})
+    _OMITTED_WHEN_NONE = frozenset({"unavailable", "since", "until", "time_words", "what_happened"})
 
 
 class _SlotFields(NamedTuple):

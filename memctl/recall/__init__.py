@@ -9,6 +9,7 @@ found beside the episodes it came from takes them in. Time: facts by valid time
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -24,6 +25,7 @@ from memctl.store.search import Window
 
 Kind = Literal["all", "fact", "episode"]
 KINDS = ("all", "fact", "episode")
+_WORD = re.compile(r"\w")
 # Each ranker offers this many candidates (at least) for fusion to choose from.
 DEPTH = 50
 
@@ -63,8 +65,12 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     # replaced them ("who led billing before Sam", "does billing still use Redis?").
     window = Window(as_of=effective_as_of, known_at=given["known_at"], since=given["since"], until=given["until"],
                     history=history, as_of_given=given["as_of"] is not None, past=not timed)
-    parsed = parse(query, timed=timed)
+    # The words a window was read from are the window's: "since 2026" searches for neither word.
+    asked = query if named is None else query.replace(named.words, " ", 1)
+    parsed = parse(asked if _WORD.search(asked) else query, timed=timed)
     wanted = {"fact", "episode"} if kind == "all" else {kind}
+    if (given["since"] or given["until"]) and parsed.asks_what_happened():
+        return _what_happened(db, query, window, wanted, limit, named.words if named is not None else None)
     depth = max(DEPTH, 3 * limit)
     rankings, unavailable = [], []
     for ranker in rankers:
@@ -98,6 +104,23 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
                         unavailable=unavailable or None, since=given["since"], until=given["until"],
                         time_words=named.words if named is not None else None)
+
+
+def _what_happened(db: Queryable, query: str, window: Window, wanted: set[str], limit: int,
+                   time_words: str | None) -> RecallResult:
+    """"What changed last month": the window's changes and sessions, latest first
+    (``search.what_happened``), scored as one ranking by time."""
+    found = search.what_happened(db, window, wanted, limit)
+    facts = search.facts_by_id(db, [int(item_id) for _, item_kind, item_id in found if item_kind == "fact"], window)
+    episodes = search.episodes_by_id(db, [str(item_id) for _, item_kind, item_id in found if item_kind == "episode"],
+                                     None)
+    results: list[Fact | EpisodeHit] = []
+    for rank, (_, item_kind, item_id) in enumerate(found, 1):
+        score = round(1.0 / (fusion.K + rank), 6)
+        results.append(facts[int(item_id)]._replace(kind="fact", score=score) if item_kind == "fact"
+                       else episodes[str(item_id)]._replace(score=score))
+    return RecallResult(query=query, as_of=window.as_of, known_at=window.known_at, results=results,
+                        since=window.since, until=window.until, time_words=time_words, what_happened=True)
 
 
 def facts(db: Queryable, *, now: str, subject: str | None = None, predicate: str | None = None,

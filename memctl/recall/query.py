@@ -24,6 +24,9 @@ MAX_PHRASE_WORDS = 16
 MAX_NAME_WORDS = 4
 # The present, which every question is asked in unless a window says otherwise.
 PRESENT_WORDS = frozenset({"now", "currently", "nowadays", "presently", "anymore"})
+# The words that make a time one end of a window ("since March"): the window's, not words to
+# search, in a question asked with one. ("before", "after" and "from" are stop words.)
+TIME_BOUND_WORDS = frozenset({"since", "until", "till"})
 # "which database", "what kind of framework": the words after these name what is asked for.
 ASKING_WORDS = frozenset({"which", "what", "whichever", "whatever"})
 KIND_OF_WORDS = frozenset({"kind", "kinds", "type", "types", "sort", "sorts"})
@@ -47,12 +50,28 @@ def stop_words() -> frozenset[str]:
     return frozenset(listed | {piece for word in listed for piece in _WORD.findall(word)})
 
 
+# Words that ask what happened rather than about a thing: "what changed last month", "what
+# did we work on since March". Asked of a stretch of time, such a question lists it.
+ACTIVITY_WORDS = frozenset({
+    "happen", "happens", "happened", "happening", "change", "changes", "changed", "changing", "new", "news",
+    "work", "works", "worked", "working", "going", "done", "doing", "update", "updates", "updated", "progress",
+    "activity", "activities", "event", "events", "anything", "everything", "stuff", "things", "thing",
+    "summary", "summarize", "summarise", "overview", "recap", "tell", "show", "list", "give",
+})
+
+
 class Query(NamedTuple):
     text: str
     words: tuple[str, ...]  # every word, in order, lower case (entity names may be stop words: "The Who")
     terms: tuple[str, ...]  # the words that search: stop words left out unless nothing else is left
     phrases: tuple[tuple[str, ...], ...]  # quoted phrases, two words or more
     asked_kind: tuple[str, ...] = ()  # what is asked for: "database" of "which database does billing use"
+
+    def asks_what_happened(self) -> bool:
+        """Whether, its time words aside, the question asks only what happened
+        (``ACTIVITY_WORDS``, stop words): for a question asked of a window."""
+        return not self.phrases and all(term in ACTIVITY_WORDS or term in stop_words() or term in TIME_BOUND_WORDS
+                                        or _is_time_word(term) for term in self.terms)
 
     def looks_back(self) -> bool:
         """Whether the question asks about what held before (``LOOKING_BACK_WORDS``)."""
@@ -113,7 +132,7 @@ def parse(text: str, *, timed: bool = False) -> Query:
                                                                   else m.group(1), text))]
     distinct = list(dict.fromkeys(loose))
     content = [word for word in distinct if word not in stop_words() and word not in PRESENT_WORDS
-               and not (timed and _is_time_word(word))]
+               and not (timed and (word in TIME_BOUND_WORDS or _is_time_word(word)))]
     kept_phrases = tuple(phrases)[:MAX_TERMS]
     terms = tuple((content or ([] if kept_phrases else distinct))[:max(MAX_TERMS - len(kept_phrases), 1)])
     return Query(text=text, words=words[:MAX_TERMS * MAX_NAME_WORDS], terms=terms, phrases=kept_phrases,

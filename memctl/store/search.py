@@ -248,6 +248,38 @@ def scratch_bm25(texts: dict[int, str], matches: list[str]) -> list[dict[int, fl
             for match in matches]
 
 
+def what_happened(db: Queryable, window: Window, kinds: set[str], limit: int) -> list[tuple[str, str, int | str]]:
+    """What changed and what was said in ``since``/``until``, latest first, as memctl held
+    it at ``known_at``: (time, kind, id) of up to ``limit`` of them.
+
+    - facts that began or ended in the window, at the latest of those instants in it;
+    - each session (a source) that said something in the window, once, by its first
+      episode there (usually what it was asked to do), at its last one there.
+    """
+    found: list[tuple[str, str, int | str]] = []
+    if "fact" in kinds:
+        held, params = time_window("f", known_at=window.known_at)
+        bounds = [bound for bound in (window.since, window.until) if bound is not None]
+
+        def inside(column: str) -> str:
+            return " AND ".join([f"{column} >= ?"] * (window.since is not None)
+                                + [f"{column} < ?"] * (window.until is not None))
+
+        found += [(at, "fact", fact_id) for fact_id, at in db.execute(
+            f"""SELECT f.id, CASE WHEN {inside('f.invalid_at')} THEN f.invalid_at ELSE f.valid_at END AS at
+                FROM facts f WHERE {held} AND ({inside('f.valid_at')} OR {inside('f.invalid_at')})
+                ORDER BY at DESC, f.id LIMIT ?""", [*bounds, *params, *bounds, *bounds, limit])]
+    if "episode" in kinds:
+        condition, params = episode_window("e", window)
+        found += [(latest, "episode", episode_id) for episode_id, latest in db.execute(
+            f"""SELECT id, latest FROM (
+                    SELECT e.id, max(e.reference_time) OVER (PARTITION BY e.source) AS latest,
+                           row_number() OVER (PARTITION BY e.source ORDER BY e.reference_time, e.position) AS n
+                    FROM episodes e WHERE {condition})
+                WHERE n = 1 ORDER BY latest DESC, id LIMIT ?""", [*params, limit])]
+    return sorted(found, key=lambda item: (item[0], item[1]), reverse=True)[:limit]
+
+
 # --- reading what the rankers found ------------------------------------------------------
 
 
@@ -274,16 +306,16 @@ def fact_timelines(db: Queryable, fact_ids: list[int]) -> dict[int, tuple]:
 SNIPPET_WORDS = 24
 
 
-def episodes_by_id(db: Queryable, episode_ids: list[str], match: str) -> dict[str, EpisodeHit]:
+def episodes_by_id(db: Queryable, episode_ids: list[str], match: str | None) -> dict[str, EpisodeHit]:
     """The episodes, each with a snippet around the words ``match`` found in it (marked
-    ``**like this**``), or its opening when they are not in its text."""
+    ``**like this**``), or its opening when they are not in its text (or no ``match``)."""
     found: dict[str, EpisodeHit] = {}
     for chunk, marks in in_chunks(episode_ids):
         for r in db.execute(f"SELECT id, source, position, format, reference_time, content FROM episodes "
                             f"WHERE id IN ({marks})", chunk):
             found[r[0]] = EpisodeHit(episode_id=r[0], source=r[1], position=r[2], format=r[3], reference_time=r[4],
                                      snippet=_opening(r[5]), text=r[5])
-    for chunk, marks in in_chunks(list(found)):
+    for chunk, marks in in_chunks(list(found) if match is not None else []):
         for episode_id, snippet in db.execute(
             f"""SELECT e.id, snippet(episodes_fts, 0, '**', '**', '…', {SNIPPET_WORDS})
                 FROM episodes_fts JOIN episodes e ON e.text_id = episodes_fts.rowid
