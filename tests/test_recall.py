@@ -71,6 +71,17 @@ def test_stemming_and_quoted_phrases(frontend):
     assert "User: what do we use for the test runner" not in phrase  # has the words, not the phrase
 
 
+def test_abbreviations_and_irregular_forms_search_as_the_word_they_stand_for(memory):
+    memory.ingest([FIXTURE], IngestOptions())
+    # "DB" is "database" and "led" is "leads", which stemming alone does not join
+    assert memory.recall("what's billing's DB", kind="fact").results[0].object == "Postgres"
+    led = memory.recall("who led the billing team before Sam", kind="fact")
+    assert ("Dana", "ended") in [(r.subject, r.status) for r in led.results]
+    assert memory.recall("when did billing migrate to postgres", kind="fact").results[0].object == "Postgres"
+    assert parse("which db").parts() == ['("database" OR "databases" OR "db" OR "dbs")']
+    assert parse("which db").kind_match() == '("database" OR "databases" OR "db" OR "dbs")'
+
+
 @pytest.mark.parametrize("hostile", ['"', "*", "NEAR(", "-", "vite AND", "OR OR", "col:vite", "vite*", "(vite",
                                      "🚀 vite", "x" * 10_000, "vite " * 3_000, "'; DROP TABLE episodes; --"])
 def test_hostile_queries_give_results_or_one_clear_error(frontend, hostile):

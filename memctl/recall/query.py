@@ -60,6 +60,30 @@ ACTIVITY_WORDS = frozenset({
 })
 
 
+# Words a question and a memory say one thing with, that porter stemming does not join:
+# abbreviations ("what's billing's DB"), and "led" for "leads". A term searches as any
+# word of its group. Only unambiguous ones: "run", "head" or "charge" mean other things
+# in the same logs.
+_SAME_MEANING_GROUPS = (
+    ("database", "databases", "db", "dbs"),
+    ("postgres", "postgresql", "pg"),
+    ("kubernetes", "k8s"),
+    ("repository", "repositories", "repo", "repos"),
+    ("configuration", "config", "configs"),
+    ("environment", "environments", "env"),
+    ("authentication", "auth"),
+    ("production", "prod"),
+    ("lead", "leads", "led", "leading", "leader"),
+)
+SAME_MEANING = {word: group for group in _SAME_MEANING_GROUPS for word in group}
+
+
+def _searched(term: str) -> str:
+    """A term as an FTS5 string: quoted, or with the words of its group as one OR."""
+    group = SAME_MEANING.get(term)
+    return f'"{term}"' if group is None else "(" + " OR ".join(f'"{word}"' for word in group) + ")"
+
+
 class Query(NamedTuple):
     text: str
     words: tuple[str, ...]  # every word, in order, lower case (entity names may be stop words: "The Who")
@@ -79,8 +103,9 @@ class Query(NamedTuple):
 
     def parts(self) -> list[str]:
         """Each phrase and term as an FTS5 string: quoted, so FTS5 tokenizes (and stems)
-        it and reads no syntax in it; a phrase as one string, so it matches as a phrase."""
-        return ['"' + " ".join(phrase) + '"' for phrase in self.phrases] + [f'"{term}"' for term in self.terms]
+        it and reads no syntax in it; a phrase as one string, so it matches as a phrase;
+        a term with others of the same meaning as their OR (``SAME_MEANING``)."""
+        return ['"' + " ".join(phrase) + '"' for phrase in self.phrases] + [_searched(term) for term in self.terms]
 
     def match(self) -> str:
         """The FTS5 expression: any term or phrase may match, BM25 weighs the rarer ones."""
@@ -91,9 +116,9 @@ class Query(NamedTuple):
         question too: ``"database" AND ("billing" OR "use")``; None when no kind is named."""
         if not self.asked_kind:
             return None
-        kind = '"' + " ".join(self.asked_kind) + '"'
-        rest = [part for part in self.parts()
-                if part.strip('"') not in self.asked_kind and part.strip('"') not in KIND_OF_WORDS]
+        kind = _searched(self.asked_kind[0]) if len(self.asked_kind) == 1 else '"' + " ".join(self.asked_kind) + '"'
+        rest = ['"' + " ".join(phrase) + '"' for phrase in self.phrases] + [
+            _searched(term) for term in self.terms if term not in self.asked_kind and term not in KIND_OF_WORDS]
         return f"{kind} AND ({' OR '.join(rest)})" if rest else kind
 
     def name_keys(self) -> list[str]:
