@@ -17,7 +17,7 @@ from memctl import times
 from memctl.errors import BadInput, LLMUnavailable
 from memctl.recall import fusion
 from memctl.recall.query import parse
-from memctl.recall.rankers import DEFAULT_RANKERS, Ranker
+from memctl.recall.rankers import DEFAULT_RANKERS, Ranker, of_the_kind_asked
 from memctl.recall.when import named_window
 from memctl.results import EpisodeHit, Fact, RecallResult
 from memctl.store import Queryable, search
@@ -83,6 +83,8 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     scores = fusion.rrf(rankings)
     fact_ids = [int(key[1]) for key in scores if key[0] == "fact"]
     facts = search.facts_by_id(db, fact_ids, window)
+    if kinds := of_the_kind_asked(parsed, facts):
+        scores = fusion.rrf([*rankings, kinds])
     timelines = None
     if window.past or window.history:
         timelines = {fact_id: (line, facts[fact_id].status == "current")

@@ -64,18 +64,22 @@ ACTIVITY_WORDS = frozenset({
 # abbreviations ("what's billing's DB"), and "led" for "leads". A term searches as any
 # word of its group. Only unambiguous ones: "run", "head" or "charge" mean other things
 # in the same logs.
-_SAME_MEANING_GROUPS = (
-    ("database", "databases", "db", "dbs"),
+_SAME_MEANING_GROUPS = (  # one word per stem: FTS5 stems each ("databases" finds "database")
+    ("database", "db"),
     ("postgres", "postgresql", "pg"),
     ("kubernetes", "k8s"),
-    ("repository", "repositories", "repo", "repos"),
-    ("configuration", "config", "configs"),
-    ("environment", "environments", "env"),
+    ("repository", "repo"),
+    ("configuration", "config"),
+    ("environment", "env"),
     ("authentication", "auth"),
     ("production", "prod"),
-    ("lead", "leads", "led", "leading", "leader"),
+    ("lead", "led", "leader"),
 )
+# Every form a question may hold, to its group ("databases" and "dbs" too).
+_FORMS = {"databases": "database", "dbs": "db", "repositories": "repository", "repos": "repo", "configs": "config",
+          "environments": "environment", "leads": "lead", "leading": "lead", "leaders": "leader"}
 SAME_MEANING = {word: group for group in _SAME_MEANING_GROUPS for word in group}
+SAME_MEANING.update({form: SAME_MEANING[word] for form, word in _FORMS.items()})
 
 
 def _searched(term: str) -> str:

@@ -8,11 +8,12 @@ the rankers that matter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from memctl.recall.fusion import Key
 from memctl.recall.query import Query
+from memctl.results import Fact
 from memctl.store import Queryable, search
 from memctl.store.search import Window
 
@@ -55,20 +56,21 @@ class EntityGraph:
         return [("fact", fact_id) for fact_id in search.facts_about(db, named, query.match(), window, limit)]
 
 
-class AskedKind:
-    """Facts of the kind a question asks for ("which database does billing use": facts
-    that say "database") that match the rest of it too. BM25 alone weighs "database" as
-    any other word: "Billing reports errors to Sentry", which matches "billing use", would
-    answer as well as the database billing moved to."""
-
-    name = "asked_kind"
-    kinds = frozenset({"fact"})
-
-    def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
-        match = query.kind_match()
-        if match is None:
-            return []
-        return [("fact", fact_id) for fact_id in search.facts_matching(db, [match], window, limit)]
+DEFAULT_RANKERS: tuple[Ranker, ...] = (FactText(), EpisodeText(), EntityGraph())
 
 
-DEFAULT_RANKERS: tuple[Ranker, ...] = (FactText(), EpisodeText(), EntityGraph(), AskedKind())
+def of_the_kind_asked(query: Query, facts: Mapping[int, Fact]) -> list[Key]:
+    """Of the facts the rankers found, those of the kind the question asks for ("which
+    database does billing use": facts that say "database") that match the rest of it too,
+    best BM25 first: one more list for fusion. BM25 alone weighs "database" as any other
+    word, and "Billing reports errors to Sentry", which matches "billing use", answered
+    as well as the database billing moved to. It reorders what was found rather than
+    searching the index again: a question's kind is a common word ("database" is in a
+    tenth of the facts), and ranking all of them cost a recall 2 ms at 100k facts."""
+    match = query.kind_match()
+    if match is None or not facts:
+        return []
+    (scores,) = search.scratch_bm25(
+        {fact_id: f"{fact.fact} {fact.subject} {fact.predicate} {fact.object}" for fact_id, fact in facts.items()},
+        [match])
+    return [("fact", fact_id) for fact_id in sorted(scores, key=lambda fact_id: (scores[fact_id], fact_id))]
