@@ -82,6 +82,23 @@ def test_abbreviations_and_irregular_forms_search_as_the_word_they_stand_for(mem
     assert parse("which db").kind_match() == '("database" OR "db")'
 
 
+@pytest.mark.parametrize(("question", "implied"), [
+    ("Who is the head of the billing team?", "lead"), ("who's in charge of billing", "lead"),
+    ("who was running the mobile team in June", "lead"), ("who runs billing", "lead"),
+    ("Which city is Felix based in?", "lives"),
+    ("git reset HEAD of the branch", None), ("how do I run the tests", None), ("what is the head commit", None),
+])
+def test_a_way_of_asking_implies_the_word_facts_state_it_with(question, implied):
+    terms = parse(question).terms
+    assert (implied in terms) if implied else not {"lead", "lives"} & set(terms)
+
+
+def test_who_is_in_charge_is_who_leads(memory):
+    memory.ingest([FIXTURE], IngestOptions())
+    for question in ("who's in charge of billing", "who is the head of the billing team"):
+        assert memory.recall(question, kind="fact").results[0].subject == "Sam", question
+
+
 @pytest.mark.parametrize("hostile", ['"', "*", "NEAR(", "-", "vite AND", "OR OR", "col:vite", "vite*", "(vite",
                                      "🚀 vite", "x" * 10_000, "vite " * 3_000, "'; DROP TABLE episodes; --"])
 def test_hostile_queries_give_results_or_one_clear_error(frontend, hostile):

@@ -82,6 +82,20 @@ SAME_MEANING = {word: group for group in _SAME_MEANING_GROUPS for word in group}
 SAME_MEANING.update({form: SAME_MEANING[word] for form, word in _FORMS.items()})
 
 
+# Ways of asking that name a relation without its word, and the word facts state it with:
+# "who is the head of the platform team", "who's in charge of growth", "who was running
+# the mobile team" ask who leads it; "which city is Felix based in" where Felix lives. The
+# word is searched beside the question's own. Each needs its context: "head", "run" and
+# "charge" alone mean other things in the same logs (git's HEAD, running the tests).
+_IMPLIED = (
+    # git's HEAD is written in capitals: "reset HEAD of the branch" asks no one
+    (re.compile(r"\b(?:[Hh]ead(?:s|ed)? (?:of|up)|(?i:in charge of|(?:runs|ran|running|run) (?:the )?[\w-]+ team))\b"),
+     "lead"),
+    (re.compile(r"\bwho(?:'s| is| was)? (?:runs|ran|running|heads|headed|manages|managed|managing)\b", re.I), "lead"),
+    (re.compile(r"\b(?:based|located|living|residing|resides) in\b", re.I), "lives"),
+)
+
+
 def _searched(term: str) -> str:
     """A term as an FTS5 string: quoted, or with the words of its group as one OR."""
     group = SAME_MEANING.get(term)
@@ -159,7 +173,8 @@ def parse(text: str, *, timed: bool = False) -> Query:
     # Words inside quotes search only as their phrase; a lone quoted word is a word.
     loose = [word.lower() for word in _WORD.findall(_PHRASE.sub(lambda m: " " if len(_WORD.findall(m.group(1))) > 1
                                                                   else m.group(1), text))]
-    distinct = list(dict.fromkeys(loose))
+    # What the question's way of asking implies ("head of" → "lead") searches too.
+    distinct = list(dict.fromkeys(loose + [word for pattern, word in _IMPLIED if pattern.search(text)]))
     content = [word for word in distinct if word not in stop_words() and word not in PRESENT_WORDS
                and not (timed and (word in TIME_BOUND_WORDS or _is_time_word(word)))]
     kept_phrases = tuple(phrases)[:MAX_TERMS]
