@@ -197,6 +197,12 @@ def test_recall_is_the_clis_recall_json_and_a_second_process_can_write_meanwhile
     assert served == memctl(mcp.db, "recall", question, "--as-of", as_of, "--limit", "5")
     databases = [r["object"] for r in served["results"] if r["kind"] == "fact"]
     assert "MySQL" in databases and "Postgres" not in databases  # billing moved on 2 April 2024
+    # asked with no time, an agent gets what holds and, under it, what it replaced, with their status
+    now = mcp.ok("recall", query=question, limit=2)["results"]
+    assert [(r["object"], r["status"]) for r in now] == [("Postgres", "current"), ("MySQL", "superseded")]
+    changes = mcp.ok("recall", query="what changed in 2024?")
+    listed = memctl(mcp.db, "recall", "what changed in 2024?")
+    assert changes["what_happened"] and changes["results"] == listed["results"]  # "as_of" is each one's now
     assert mcp.ok("list_operations", limit=1)["operations"] == memctl(mcp.db, "operations", "--limit", "1")
 
 
