@@ -63,6 +63,8 @@ def test_since_after_before_and_until_leave_one_end_open(question, since, until,
 @pytest.mark.parametrize("question", [
     "which database does billing use",
     "what broke after March",  # asked in March 2026: that March has not ended
+    "what broke after 31 June 2024",  # no such day: nor is its month read from it
+    "since 2024-02-30",
     "what did we do before lunch",
     "who led billing before Sam",
     "who leads billing now",

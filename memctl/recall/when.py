@@ -48,11 +48,15 @@ def named_window(question: str, now: datetime) -> NamedWindow | None:
     from memctl import times
 
     text = re.sub(r'"[^"]*"', " ", question)  # a quoted phrase is searched for, not read
+    impossible: list[tuple[int, int]] = []  # "31 June 2024": no part of it is read as a time either
     for pattern, start, end in _readings(now):
         for match in pattern.finditer(text):
+            if any(match.start() < right and left < match.end() for left, right in impossible):
+                continue
             try:
                 first = start(match)
             except (ValueError, OverflowError):  # no such day (31 June), or before year 1
+                impossible.append(match.span())
                 continue
             if first is None:
                 continue
