@@ -110,8 +110,8 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
 
 def _what_happened(db: Queryable, query: str, window: Window, wanted: set[str], limit: int,
                    time_words: str | None) -> RecallResult:
-    """"What changed last month": the window's changes and sessions, latest first
-    (``search.what_happened``), scored as one ranking by time."""
+    """A question such as "what changed last month": the window's changes and sessions,
+    latest first (``search.what_happened``), scored as one ranking by time."""
     found = search.what_happened(db, window, wanted, limit)
     facts = search.facts_by_id(db, [int(item_id) for _, item_kind, item_id in found if item_kind == "fact"], window)
     episodes = search.episodes_by_id(db, [str(item_id) for _, item_kind, item_id in found if item_kind == "episode"],
