@@ -44,6 +44,15 @@ def test_an_open_window_and_a_question_of_nothing_but_time(team):
     assert team.recall("anything new since June 2024?", kind="fact").results[0].object == "Redis"
 
 
+def test_a_window_given_as_options_lists_what_happened_too(team):
+    given = team.recall("what changed", since="2024-06-01")
+    assert given.what_happened and given.time_words is None and shown(given)[0] == ("fact", "Redis ended")
+    assert sorted(shown(team.recall("what happened?", until="2023-03-01", kind="fact"))) == [
+        ("fact", "MySQL superseded"), ("fact", "billing team ended")]  # both began on 14 February 2023
+    # with no window at all, the words are searched for
+    assert not team.recall("what changed").what_happened
+
+
 def test_a_question_about_a_thing_in_a_window_still_searches(team):
     result = team.recall("what happened to Redis in 2024")
     assert not result.what_happened and result.results[0].object == "Redis"

@@ -69,8 +69,9 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     asked = query if named is None else query.replace(named.words, " ", 1)
     parsed = parse(asked if _WORD.search(asked) else query, timed=timed)
     wanted = {"fact", "episode"} if kind == "all" else {kind}
+    time_words = named.words if named is not None else None
     if (given["since"] or given["until"]) and parsed.asks_what_happened():
-        return _what_happened(db, query, window, wanted, limit, named.words if named is not None else None)
+        return _what_happened(db, query, window, wanted, limit, time_words)
     depth = max(DEPTH, 3 * limit)
     rankings, unavailable = [], []
     for ranker in rankers:
@@ -105,7 +106,7 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
         results.append(item)
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
                         unavailable=unavailable or None, since=given["since"], until=given["until"],
-                        time_words=named.words if named is not None else None)
+                        time_words=time_words)
 
 
 def _what_happened(db: Queryable, query: str, window: Window, wanted: set[str], limit: int,

@@ -70,16 +70,17 @@ def ranked(scores: Mapping[Key, float], limit: int, timelines: Timelines | None 
     places = dict(scores)
     under: dict[Key, list[Key]] = {}
     lines: dict[Hashable, list[Key]] = {}
+    known = timelines or {}
     for key in scores:
-        if timelines and key[0] == "fact" and int(key[1]) in timelines:
-            lines.setdefault(timelines[int(key[1])][0], []).append(key)
+        if key[0] == "fact" and int(key[1]) in known:
+            lines.setdefault(known[int(key[1])][0], []).append(key)
     for members in lines.values():
-        assert timelines is not None
-        current = [key for key in members if timelines[int(key[1])][1]]
+        holds = {key: known[int(key[1])][1] for key in members}
+        current = [key for key in members if holds[key]]
         if not current:
             continue
         head = max(current, key=lambda key: scores[key])
-        under[head] = sorted((key for key in members if not timelines[int(key[1])][1]), key=lambda key: -scores[key])
+        under[head] = sorted((key for key in members if not holds[key]), key=lambda key: -scores[key])
         places[head] = max(scores[key] for key in members)
         for key in under[head]:
             del places[key]
