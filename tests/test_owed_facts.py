@@ -62,6 +62,18 @@ def watched(episodes: list[Episode], at: int, look: Callable[[], None]) -> Itera
         yield made
 
 
+def seen_between_batches(path: Path) -> tuple[dict, Callable[[], None]]:
+    """What another process sees of the file when called (``watched``): the slots owed,
+    and billing's values; filled into the dict returned."""
+    seen: dict = {}
+
+    def look() -> None:
+        seen["owed"] = owed_rows(path)
+        seen["billing"] = values(Memory.open(path, FakeClock()), "billing")
+
+    return seen, look
+
+
 def assert_exact(memory: Memory) -> None:
     report = memory.rebuild()
     assert (report.facts_created, report.facts_expired) == (0, 0)
@@ -124,20 +136,41 @@ def test_another_writer_resolves_an_owed_slot_whole_and_leaves_the_rest_owed(tmp
 
 
 @pytest.mark.parametrize("bound", ["DERIVE_EVERY_INSTANTS", "DERIVE_EVERY_SECONDS"])
-def test_a_long_ingest_derives_what_it_owes_on_the_way(tmp_path, monkeypatch, bound):
+def test_a_long_ingest_derives_what_it_changes_of_facts_on_the_way(tmp_path, monkeypatch, bound):
     monkeypatch.setattr(underived, bound, 0)
     path = tmp_path / "m.db"
-    seen = {}
+    seen, look = seen_between_batches(path)
+    memory = Memory.open(path, FakeClock())
+    memory.ingest_episodes(MADE[:1])  # billing has a fact before the long ingest changes it
+    memory.ingest_episodes(watched(MADE[1:], 8, look), batch_size=2)
+    # Deriving what changed billing's facts derived everything owed, the new slots too.
+    assert seen["owed"] == []
+    assert seen["billing"] == ["db0", "db1", "db2", "db0", "db1"]  # episodes 0, 2, 4, 6, 8
+    assert current_facts(memory) == expected_facts(MADE)
+
+
+@pytest.mark.parametrize("bound", ["DERIVE_EVERY_INSTANTS", "DERIVE_EVERY_SECONDS"])
+def test_slots_without_facts_wait_for_the_end_and_keep_no_instants(tmp_path, monkeypatch, bound):
+    """A slot with no fact is not out of date, and is resolved whole: its changes are kept
+    as one row however many there are, and never make the ingest derive on the way."""
+    monkeypatch.setattr(underived, bound, 0)
+    path = tmp_path / "m.db"
+    memory = Memory.open(path, FakeClock())
+    seen, look_outside = seen_between_batches(path)
 
     def look():
-        seen["owed"] = owed_rows(path)
-        seen["billing"] = values(Memory.open(path, FakeClock()), "billing")
+        look_outside()
+        seen["kept"] = memory.db.execute("SELECT count(*) FROM temp.owed_changes").fetchone()[0]
+        seen["new"] = memory.db.execute("SELECT s.name, n.instants FROM temp.owed_new_slots n "
+                                        "JOIN entities s ON s.id = n.subject_id ORDER BY 1").fetchall()
 
-    memory = Memory.open(path, FakeClock())
     memory.ingest_episodes(watched(MADE, 8, look), batch_size=2)
-    assert seen["owed"] == []
-    assert seen["billing"] == ["db0", "db1", "db2", "db0"]  # episodes 0, 2, 4, 6
+    assert len(seen["owed"]) == 5 and seen["billing"] == []
+    assert seen["kept"] == 0
+    assert seen["new"] == [("billing", 4), ("svc0", 1), ("svc1", 1), ("svc2", 1), ("svc3", 1)]
+    assert owed_rows(path) == []
     assert current_facts(memory) == expected_facts(MADE)
+    assert_exact(memory)
 
 
 def test_an_interrupted_ingest_derives_what_it_owes_before_it_stops(tmp_path):
@@ -260,12 +293,7 @@ def test_a_batch_that_revises_an_episode_owes_what_it_took_out_too(tmp_path):
     assert longer.id == grown.id
     path = tmp_path / "m.db"
     memory = Memory.open(path, FakeClock())
-    seen = {}
-
-    def look():
-        seen["owed"] = owed_rows(path)
-        seen["billing"] = values(Memory.open(path, FakeClock()), "billing")
-
+    seen, look = seen_between_batches(path)
     episodes = [*MADE[:2], grown, *MADE[3:8], longer, *MADE[8:]]
     report = memory.ingest_episodes(watched(episodes, 10, look), batch_size=2)
     assert report.revised == 1

@@ -206,7 +206,7 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterab
     whole |= underived.claim(db, whole | set(changed or {}) | {value[:2] for value in values})
     windows: list[tuple[Part, list[str]]] = []
     changed = {slot: change for slot, change in (changed or {}).items() if slot not in whole}
-    stored = _stored_cardinalities(db, list(changed))
+    stored = stored_cardinalities(db, list(changed))
     for slot, change in changed.items():
         cardinality = stored.get(slot)
         if (cardinality is None or (cardinality == "one" and change.added_many)
@@ -222,7 +222,7 @@ def recompute_slots(db: Database, slots: Iterable[Slot], at: str, values: Iterab
     return _write(db, outcomes, at)
 
 
-def _stored_cardinalities(db: Database, slots: list[Slot]) -> dict[Slot, str]:
+def stored_cardinalities(db: Database, slots: list[Slot]) -> dict[Slot, str]:
     """The cardinality of each slot's current facts (a slot without any has none)."""
     if not slots:
         return {}
