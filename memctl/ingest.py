@@ -105,8 +105,8 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
             if batch_size is None:
                 size = next_batch_size(size, time.monotonic() - began, BATCH_WRITE_SECONDS, least=BATCH_EPISODES,
                                        most=BATCH_MOST_EPISODES)
-            if owed is not None and owed.due():
-                owed.derive(db, clock, derived)
+            if owed is not None:
+                owed.derive_if_due(db, clock, derived)
         if owed is not None:
             owed.derive(db, clock, derived)
     except BaseException:

@@ -204,8 +204,8 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
                 at = transaction_time(db, clock)
                 changes.absorb(_undo_batch(db, at, ordered[start:start + size], Touched(), plan.purge, entry, owed))
             start += size
-            if owed is not None and owed.due():
-                owed.derive(db, clock, changes.absorb)
+            if owed is not None:
+                owed.derive_if_due(db, clock, changes.absorb)
         if owed is not None:
             owed.derive(db, clock, changes.absorb)
     except BaseException:

@@ -83,13 +83,14 @@ def forget_changes(db: Database) -> None:
     db.execute("DELETE FROM temp.owed_new_slots")
 
 
-def owed_slots(db: Database) -> list[tuple[Slot, int]]:
-    """The slots whose changes wait in this connection, in order, with how many instants each."""
+def owed_slots(db: Database, *, new: bool = True) -> list[tuple[Slot, int]]:
+    """The slots whose changes wait in this connection, in order, with how many instants
+    each; without ``new``, only those whose changes are kept (they had facts)."""
+    new_slots = "UNION ALL SELECT subject_id, predicate_key, instants FROM temp.owed_new_slots" if new else ""
     return [((s, p), n) for s, p, n in db.execute(
         "SELECT subject_id, predicate_key, sum(n) FROM ("
         "SELECT subject_id, predicate_key, count(*) AS n FROM temp.owed_changes GROUP BY subject_id, predicate_key "
-        "UNION ALL SELECT subject_id, predicate_key, instants FROM temp.owed_new_slots) "
-        "GROUP BY subject_id, predicate_key ORDER BY subject_id, predicate_key")]
+        f"{new_slots}) GROUP BY subject_id, predicate_key ORDER BY subject_id, predicate_key")]
 
 
 @dataclass
@@ -233,19 +234,25 @@ class Owed:
         if kept and self.since is None:
             self.since = time.monotonic()
 
-    def due(self) -> bool:
-        return self.since is not None and (self.instants >= DERIVE_EVERY_INSTANTS
-                                           or time.monotonic() - self.since >= DERIVE_EVERY_SECONDS)
+    def derive_if_due(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
+        """Between batches: derive the facts that are out of date, once enough changes to
+        them are kept or the first has waited long enough (DERIVE_EVERY_...). The slots that
+        had no fact wait for the end: deriving them now would make every later change to
+        them one to keep and resolve over stretches, instead of resolving them once, whole."""
+        if self.since is not None and (self.instants >= DERIVE_EVERY_INSTANTS
+                                       or time.monotonic() - self.since >= DERIVE_EVERY_SECONDS):
+            self.derive(db, clock, on_derived, new=False)
 
-    def derive(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
-        """Derive every fact owed, in write transactions of about ``DERIVE_SECONDS`` each
-        (or, ``tentative``, in the caller's, in parts of that size); each reports what it
-        did to ``on_derived``. Slots resolve independently, so each transaction leaves the
-        slots it did exact. A writer waiting for the lock gets it between two
-        (``store.turns``)."""
+    def derive(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object], *,
+               new: bool = True) -> None:
+        """Derive every fact owed (without ``new``, only those of slots that had facts), in
+        write transactions of about ``DERIVE_SECONDS`` each (or, ``tentative``, in the
+        caller's, in parts of that size); each reports what it did to ``on_derived``.
+        Slots resolve independently, so each transaction leaves the slots it did exact. A
+        writer waiting for the lock gets it between two (``store.turns``)."""
         from memctl.store.facts import recompute_slots
 
-        slots = owed_slots(db) if self._started else []
+        slots = owed_slots(db, new=new) if self._started else []
         size, start, first = DERIVE_FIRST_INSTANTS, 0, time.monotonic()
         while start < len(slots):
             if start and not self.tentative:
