@@ -120,27 +120,38 @@ def fallback_reference_time(path: Path, options: IngestOptions) -> tuple[str, st
 
 
 class _NumberedLines:
-    """Lines of a file opened in binary mode that remember the number and bytes of the last one read."""
+    """Lines of a file opened in binary mode that remember the number and bytes of the
+    last one read; from line ``first``, up to the line that ends at or past byte ``stop``."""
 
-    def __init__(self, handle: BinaryIO):
+    def __init__(self, handle: BinaryIO, first: int = 1, stop: int | None = None):
         self._handle = handle
-        self.number = 0
+        self._first = first
+        self._left = stop - handle.tell() if stop is not None else None
+        self.number = first - 1
         self.text = b""
 
     def __iter__(self) -> Iterator[bytes]:
-        for number, text in enumerate(self._handle, 1):
+        for number, text in enumerate(self._handle, self._first):
             self.number, self.text = number, text
             yield text
+            if self._left is not None:
+                self._left -= len(text)
+                if self._left <= 0:
+                    return
 
 
-def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, object]]:
-    """(line number, raw line, value) per non-blank line, streaming.
+def read_jsonl(path: Path, *, strict: bool = True, start: int = 0, stop: int | None = None,
+               first_line: int = 1) -> Iterator[tuple[int, str, object]]:
+    """(line number, raw line, value) per non-blank line, streaming; only the lines from
+    byte ``start`` (where line ``first_line`` begins) to the one that ends at or past
+    byte ``stop``, if given.
 
     A bad line raises BadInput when ``strict``; otherwise its value is a ``BadLine``
     saying what is wrong, and reading goes on.
     """
     with open(path, "rb") as handle:
-        lines = _NumberedLines(handle)
+        handle.seek(start)
+        lines = _NumberedLines(handle, first_line, stop)
         reader = jsonlines.Reader(lines, loads=_loads)
         while True:
             try:
@@ -148,8 +159,8 @@ def read_jsonl(path: Path, *, strict: bool = True) -> Iterator[tuple[int, str, o
             except EOFError:
                 return
             except jsonlines.InvalidLineError as error:
-                if strict:
-                    raise BadInput(f"{path}:{error.lineno}: {error.args[0]}") from None
+                if strict:  # the file's line number: the reader counts from where it began
+                    raise BadInput(f"{path}:{lines.number}: {error.args[0]}") from None
                 value = BadLine(error.args[0])
             raw = lines.text.decode("utf-8", errors="replace")
             yield lines.number, raw, value

@@ -1,0 +1,120 @@
+"""A structured facts file is checked whole before anything is stored; a big one in two
+halves at once, the second in a forked process (``sources.facts.check``). Either way the
+same episodes come out, and a bad line is named by its line in the file."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from memctl.errors import BadInput
+from memctl.memory import Memory
+from memctl.sources import IngestOptions, facts
+from tests.conftest import FakeClock, current_facts
+
+OPTIONS = IngestOptions(format="facts")
+
+
+def line(n: int) -> str:
+    return json.dumps({"reference_time": f"2024-01-{n % 28 + 1:02d}T10:00:00Z", "source_id": f"s{n}",
+                       "facts": [{"subject": f"svc{n % 9}", "predicate": "runs on", "object": f"db{n % 4}"}]})
+
+
+def facts_file(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "f.facts.jsonl"
+    path.write_text("".join(text + "\n" for text in lines))
+    return path
+
+
+# Every seventh line blank: the numbering counts them, as an editor does.
+LINES = [line(n) if n % 7 else "" for n in range(1, 61)]
+
+
+def checked(path: Path) -> list:
+    spool = io.BytesIO()
+    count = facts.check(path, OPTIONS, spool)
+    spool.seek(0)
+    return list(facts.checked(spool, count))
+
+
+@pytest.fixture
+def in_halves(monkeypatch, tmp_path):
+    """Every file checked in halves, the second half's process noting its pid in a file."""
+    monkeypatch.setattr(facts, "CHECK_IN_HALVES_BYTES", 1)
+    monkeypatch.setattr(facts, "_forking_helps", lambda: True)
+    pids = tmp_path / "pids"
+    real = facts._check_second_half
+
+    def noted(*args):
+        with open(pids, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        real(*args)
+
+    monkeypatch.setattr(facts, "_check_second_half", noted)
+    return pids
+
+
+def test_a_file_checked_in_halves_gives_what_one_pass_gives(tmp_path, in_halves):
+    path = facts_file(tmp_path, LINES)
+    with pytest.MonkeyPatch.context() as unpatched:
+        unpatched.setattr(facts, "CHECK_IN_HALVES_BYTES", 1 << 40)
+        whole = checked(path)
+    halves = checked(path)
+    assert [int(pid) for pid in in_halves.read_text().split()] != [os.getpid()]  # another process did half
+    assert halves == whole
+    assert [episode.position for episode in halves] == [n for n in range(1, 61) if n % 7]
+
+
+def test_an_ingest_stores_the_same_memory_either_way(tmp_path, in_halves):
+    path = facts_file(tmp_path, LINES)
+    halves = Memory.open(tmp_path / "halves.db", FakeClock())
+    report = halves.ingest([path], OPTIONS)
+    with pytest.MonkeyPatch.context() as unpatched:
+        unpatched.setattr(facts, "CHECK_IN_HALVES_BYTES", 1 << 40)
+        whole = Memory.open(tmp_path / "whole.db", FakeClock())
+        whole.ingest([path], OPTIONS)
+    assert in_halves.exists()
+    assert report.added == 60 - 60 // 7
+    assert current_facts(halves) == current_facts(whole)
+    assert [e.id for e in halves.episodes()] == [e.id for e in whole.episodes()]
+
+
+@pytest.mark.parametrize("bad", ["{not json", json.dumps({"reference_time": "2024-02-30", "facts": []}),
+                                 json.dumps({"facts": [{"subject": "a", "predicate": "b"}]})])
+def test_a_bad_line_in_the_second_half_is_named_by_its_line_in_the_file(tmp_path, in_halves, bad):
+    lines = [*LINES[:50], bad, *LINES[51:]]
+    with pytest.raises(BadInput, match=rf"^{facts_file(tmp_path, lines)}:51: "):
+        checked(tmp_path / "f.facts.jsonl")
+    assert in_halves.exists()
+
+
+def test_of_bad_lines_in_both_halves_the_first_is_named(tmp_path, in_halves):
+    lines = [*LINES[:4], "{not json", *LINES[5:50], "{not json either", *LINES[51:]]
+    with pytest.raises(BadInput, match=r":5: "):
+        checked(facts_file(tmp_path, lines))
+
+
+def test_a_worker_that_dies_leaves_its_half_to_the_parent(tmp_path, monkeypatch):
+    monkeypatch.setattr(facts, "CHECK_IN_HALVES_BYTES", 1)
+    monkeypatch.setattr(facts, "_forking_helps", lambda: True)
+    monkeypatch.setattr(facts, "_check_second_half", lambda *args: os._exit(3))
+    path = facts_file(tmp_path, LINES)
+    halves = checked(path)
+    monkeypatch.setattr(facts, "CHECK_IN_HALVES_BYTES", 1 << 40)
+    assert halves == checked(path)
+
+
+def test_no_fork_beside_another_thread():
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not facts._forking_helps()
+    finally:
+        release.set()
+        other.join()
