@@ -103,3 +103,39 @@ def test_a_child_process_peak_memory_is_its_own_not_the_benchmarks():
     _, peak_mb, _ = bench.run_process([sys.executable, "-c", "import time; x = b'y' * (60 << 20); time.sleep(0.3)"])
     assert 60 <= peak_mb < 150, peak_mb
     assert len(held) == 300_000_000
+
+
+def test_the_floor_given_a_store_writes_every_row_that_store_holds(tmp_path):
+    """The structured row's second floor writes the rows the ingest stored (its facts,
+    their provenance, both text indexes, the spans) besides the floor's own: counted here
+    against the store memctl made of the same file."""
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    from memctl.memory import Memory
+    from memctl.sources import IngestOptions
+    from memctl.store.connection import open_database
+
+    facts = tmp_path / "f.jsonl"
+    bench.write_facts_jsonl(facts, bench.generate(bench.random.Random(3), 300, 40))
+    made, floor = tmp_path / "made.db", tmp_path / "floor.db"
+    Memory.open(made).ingest([facts], IngestOptions(format="facts"))
+    open_database(floor).conn.close()
+    seconds = subprocess.run([sys.executable, "-c", bench.FLOOR_INGEST, str(floor), str(facts), str(made)],
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+    assert float(seconds) > 0
+
+    def counts(path: Path) -> dict:
+        import sqlite3
+
+        with sqlite3.connect(path) as conn:
+            return {table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in
+                    ("episodes", "assertions", "facts", "fact_provenance", "facts_fts", "episode_spans")} | {
+                    # the line as written is indexed: every line names its reference_time
+                    "lines indexed": conn.execute("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH "
+                                                  "'reference'").fetchone()[0]}
+
+    assert counts(floor) == counts(made)
+    assert counts(made)["lines indexed"] == counts(made)["episodes"] > 0
