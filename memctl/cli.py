@@ -348,14 +348,17 @@ def _ingest_with_progress(memory, paths: list[Path], options, extractor):
     from memctl.sources import files_under
 
     total = len(files_under(paths))
+    # Drawn when a file starts, which is when it changes, rather than by rich's refresh
+    # thread: with no other thread, a big facts file is checked by two processes
+    # (``sources.facts.check`` forks only then).
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("files,"),
                   TextColumn("{task.fields[episodes]} episodes  {task.fields[name]}"), transient=True,
-                  console=_console_err()) as progress:
+                  console=_console_err(), auto_refresh=False) as progress:
         task = progress.add_task("ingesting", total=total, name="", episodes=0)
         started = iter(range(total + 1))
 
         def on_file(path: Path, episodes: int) -> None:
-            progress.update(task, completed=next(started), name=path.name, episodes=episodes)
+            progress.update(task, completed=next(started), name=path.name, episodes=episodes, refresh=True)
 
         report = memory.ingest(paths, options, extractor=extractor, on_file=on_file)
         progress.update(task, completed=total)

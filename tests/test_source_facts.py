@@ -118,3 +118,22 @@ def test_no_fork_beside_another_thread():
     finally:
         release.set()
         other.join()
+
+
+def test_the_progress_bar_on_a_terminal_leaves_the_check_free_to_fork(tmp_path, monkeypatch):
+    """On a terminal, ``memctl ingest`` draws a progress bar; drawn by a thread of its own,
+    it would keep ``check`` from forking, so interactive users never got the two halves."""
+    from memctl import cli
+
+    seen = {}
+
+    class Watching:
+        def ingest(self, paths, options, *, extractor=None, on_file=None):
+            on_file(paths[0], 0)
+            seen["threads"] = threading.active_count()
+            return "report"
+
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True)
+    before = threading.active_count()
+    assert cli._ingest_with_progress(Watching(), [facts_file(tmp_path, LINES)], OPTIONS, None) == "report"
+    assert seen["threads"] == before

@@ -18,6 +18,7 @@ import json
 import marshal
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -190,9 +191,6 @@ def check(path: Path, options: IngestOptions, spool: IO[bytes]) -> int:
         receive, send = multiprocessing.Pipe(duplex=False)
         worker = multiprocessing.get_context("fork").Process(
             target=_check_second_half, args=(path, options, middle, second, send), daemon=True)
-        # The worker flushes the standard streams as it ends: they must hold nothing of ours to write twice.
-        sys.stdout.flush()
-        sys.stderr.flush()
         worker.start()
         send.close()
         try:
@@ -239,17 +237,23 @@ def _forking_helps() -> bool:
 def _check_second_half(path: Path, options: IngestOptions, start: int, into: IO[bytes],
                        result: multiprocessing.connection.Connection) -> None:
     """In the forked process: the lines from ``start`` on, set aside in ``into``; sends how
-    many, or the error that refuses them. Anything else (a bug, Ctrl-C) sends nothing,
-    and the parent checks the half itself."""
+    many, or the error that refuses them. Anything else (a bug) sends nothing, and the
+    parent checks the half itself. Ctrl-C is the parent's to handle: it ends this process.
+
+    It ends with os._exit, at once: the parent's standard streams, copied by the fork,
+    may hold output of the parent's that must not be written twice.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         count = _set_aside(path, _lines(path, options, start=start, first_line=_lines_before(path, start) + 1),
                            into)
-        into.flush()  # the process ends with os._exit, which flushes nothing
+        into.flush()
         result.send(count)
     except MemctlError as error:
         result.send(error)
     except BaseException:  # the parent does the half again, and reports what it finds
         pass
+    os._exit(0)
 
 
 def _lines_before(path: Path, offset: int) -> int:
