@@ -109,6 +109,15 @@ def test_a_worker_that_dies_leaves_its_half_to_the_parent(tmp_path, monkeypatch)
     assert halves == checked(path)
 
 
+def test_with_nowhere_for_the_second_half_the_file_is_checked_in_one_pass(tmp_path, in_halves, monkeypatch):
+    import tempfile
+
+    path = facts_file(tmp_path, LINES)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    assert [episode.position for episode in checked(path)] == [n for n in range(1, 61) if n % 7]
+    assert not in_halves.exists()
+
+
 def test_no_fork_beside_another_thread():
     release = threading.Event()
     other = threading.Thread(target=release.wait)

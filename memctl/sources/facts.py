@@ -187,7 +187,11 @@ def check(path: Path, options: IngestOptions, spool: IO[bytes]) -> int:
         return _set_aside(path, _lines(path, options), spool)
     import multiprocessing
 
-    with tempfile.TemporaryFile() as second:
+    try:
+        second = tempfile.TemporaryFile()
+    except OSError:  # nowhere to set the second half aside: one pass, whose spool says so if it cannot grow either
+        return _set_aside(path, _lines(path, options), spool)
+    with second:
         receive, send = multiprocessing.Pipe(duplex=False)
         worker = multiprocessing.get_context("fork").Process(
             target=_check_second_half, args=(path, options, middle, second, send), daemon=True)
