@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memctl.errors import BadInput
+from memctl.errors import BadInput, StoreUnavailable
 from memctl.memory import Memory
 from memctl.sources import IngestOptions, facts
 from tests.conftest import FakeClock, current_facts
@@ -116,6 +116,19 @@ def test_with_nowhere_for_the_second_half_the_file_is_checked_in_one_pass(tmp_pa
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
     assert [episode.position for episode in checked(path)] == [n for n in range(1, 61) if n % 7]
     assert not in_halves.exists()
+
+
+def test_a_spool_that_cannot_take_the_second_half_is_one_clear_error(tmp_path, in_halves):
+    class Full(io.BytesIO):
+        """Takes the first half's records, one at a time, and fails on the second half's, copied in one piece."""
+
+        def write(self, data):
+            if len(data) > 1000:
+                raise OSError(28, "No space left on device")
+            return super().write(data)
+
+    with pytest.raises(StoreUnavailable, match="No space left on device.*TMPDIR"):
+        facts.check(facts_file(tmp_path, LINES), OPTIONS, Full())
 
 
 def test_no_fork_beside_another_thread():

@@ -215,7 +215,10 @@ def check(path: Path, options: IngestOptions, spool: IO[bytes]) -> int:
         if isinstance(outcome, MemctlError):
             raise outcome
         second.seek(0)
-        shutil.copyfileobj(second, spool)
+        try:
+            shutil.copyfileobj(second, spool)
+        except OSError as error:
+            raise _cannot_set_aside(path, error) from None
         return count + outcome
 
 
@@ -278,10 +281,14 @@ def _set_aside(path: Path, lines: Iterator[_Read], spool: IO[bytes]) -> int:
         try:
             spool.write(len(record).to_bytes(4, "little") + record)
         except OSError as error:
-            raise StoreUnavailable(f"cannot set aside the checked lines of {path} in a temporary file "
-                                   f"({error.strerror}); set TMPDIR to a directory with room") from None
+            raise _cannot_set_aside(path, error) from None
         count += 1
     return count
+
+
+def _cannot_set_aside(path: Path, error: OSError) -> StoreUnavailable:
+    return StoreUnavailable(f"cannot set aside the checked lines of {path} in a temporary file ({error.strerror}); "
+                            "set TMPDIR to a directory with room")
 
 
 def checked(spool: IO[bytes], count: int) -> Iterator[Episode]:
