@@ -97,7 +97,8 @@ def owed_slots(db: Database, *, new: bool = True) -> list[tuple[Slot, int]]:
 class Released:
     """What an operation owed for some slots, to derive now: the changes of the slots only
     it owed, when it began to owe each (``since``: what it took out since counts as taken
-    out by the change), and the slots another operation owed too, to resolve whole."""
+    out by the change), and the slots to resolve whole: those another operation owed too,
+    those that had no fact when they were owed, and those with few assertions left."""
 
     changes: dict[Slot, SlotChange]
     since: dict[Slot, str]
@@ -107,7 +108,8 @@ class Released:
 def release(db: Database, operation_id: str, slots: list[Slot]) -> Released:
     """What the operation owes for these slots, which it owes no longer; a slot another
     writer has resolved whole since is left out (it is exact), one that another operation
-    owes too is owed by neither any more (it is resolved whole)."""
+    owes too is owed by neither any more (it is resolved whole), and one that had no fact
+    when it was owed is resolved whole (its instants were not kept: ``owe``)."""
     from memctl.store.facts import SlotChange
 
     given = json.dumps(slots)
