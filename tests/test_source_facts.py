@@ -131,6 +131,30 @@ def test_a_spool_that_cannot_take_the_second_half_is_one_clear_error(tmp_path, i
         facts.check(facts_file(tmp_path, LINES), OPTIONS, Full())
 
 
+def test_ctrl_c_while_checking_stops_the_worker_too(tmp_path, in_halves, monkeypatch):
+    import multiprocessing
+
+    real = facts._lines
+    workers = []
+
+    def interrupted(path, options, *, start=0, stop=None, first_line=1):
+        if stop is not None:  # the first half, this process's, while the worker runs
+            workers.extend(multiprocessing.active_children())
+            raise KeyboardInterrupt
+        return real(path, options, start=start, stop=stop, first_line=first_line)
+
+    monkeypatch.setattr(facts, "_lines", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        checked(facts_file(tmp_path, LINES))
+    assert len(workers) == 1 and multiprocessing.active_children() == []
+
+
+def test_a_file_of_one_line_is_not_split(tmp_path, in_halves):
+    path = facts_file(tmp_path, [line(1)])
+    assert [episode.position for episode in checked(path)] == [1]
+    assert not in_halves.exists()
+
+
 def test_no_fork_beside_another_thread():
     release = threading.Event()
     other = threading.Thread(target=release.wait)

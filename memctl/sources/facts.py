@@ -210,8 +210,7 @@ def check(path: Path, options: IngestOptions, spool: IO[bytes]) -> int:
             worker.join()
             receive.close()
         if outcome is None:
-            return count + _set_aside(path, _lines(path, options, start=middle,
-                                                   first_line=_lines_before(path, middle) + 1), spool)
+            return count + _set_aside(path, _lines_from(path, options, middle), spool)
         if isinstance(outcome, MemctlError):
             raise outcome
         second.seek(0)
@@ -252,8 +251,7 @@ def _check_second_half(path: Path, options: IngestOptions, start: int, into: IO[
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        count = _set_aside(path, _lines(path, options, start=start, first_line=_lines_before(path, start) + 1),
-                           into)
+        count = _set_aside(path, _lines_from(path, options, start), into)
         into.flush()
         result.send(count)
     except MemctlError as error:
@@ -261,6 +259,11 @@ def _check_second_half(path: Path, options: IngestOptions, start: int, into: IO[
     except BaseException:  # the parent does the half again, and reports what it finds
         pass
     os._exit(0)
+
+
+def _lines_from(path: Path, options: IngestOptions, start: int) -> Iterator[_Read]:
+    """``_lines`` from byte ``start`` (the start of a line) on, numbered as in the whole file."""
+    return _lines(path, options, start=start, first_line=_lines_before(path, start) + 1)
 
 
 def _lines_before(path: Path, offset: int) -> int:
