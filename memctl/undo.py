@@ -191,6 +191,7 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
             # undo it shows would: it then costs what that does.
             if not plan.purge and (entry is not None or command is None):
                 owed = underived.Owed(entry.id if entry is not None else PREVIEWED, tentative=entry is None)
+                owed.taking_out(db, plan.episodes)
             size, began = UNDO_FIRST_BATCH, time.monotonic()
             first = began
             changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, entry))
@@ -242,8 +243,7 @@ def _undo_batch(db: Database, at: str, episode_ids: list[str], touched: Touched,
             changes = recompute(db, at, touched)
         else:
             rename(db, touched)
-            owed.add(db, touched, at)
-            changes = SlotChanges()
+            changes = owed.add(db, touched, at)
     if entry is not None:
         assert entry.episode_ids is not None
         entry.episode_ids += episode_ids

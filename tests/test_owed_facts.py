@@ -385,3 +385,86 @@ def test_an_ingest_sizes_its_batches_by_how_long_the_last_took_unless_told(memor
     stored.clear()
     Memory.open(":memory:", memory.clock).ingest_episodes(MADE, batch_size=5)
     assert stored == [5, 5, 5, 5, 4]
+
+
+def between_undo_batches(batches: int, look: Callable[[], None]):
+    """``undo.let_others_in``, calling ``look`` once that many batches have committed, before the next begins."""
+    let_others_in = undo_module.let_others_in
+    calls = []
+
+    def watched(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == batches:
+            look()
+        return let_others_in(*args, **kwargs)
+
+    return watched
+
+
+def test_a_slot_the_undo_leaves_empty_loses_its_facts_in_the_batch_that_first_changes_it(tmp_path, monkeypatch):
+    """Undoing a whole ingest empties most slots it touches: their facts end when the undo
+    first takes one of their assertions out, instead of being resolved anew each time a
+    batch takes the latest off. A slot that keeps an assertion of another ingest keeps its
+    facts (resolved from what is left), and the end is what one transaction would make."""
+    monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
+    monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
+    path = tmp_path / "m.db"
+    memory = Memory.open(path, FakeClock())
+    operation = memory.ingest_episodes(MADE, batch_size=len(MADE)).operation_id
+    kept = episode(100, "svc10", "nomad")  # said by another ingest: svc10 is not left empty
+    memory.ingest_episodes([kept])
+    memory.clock.advance(seconds=1)
+    seen, look = seen_between_batches(path)
+
+    def look_further() -> None:
+        look()
+        seen["svc10"] = values(Memory.open(path, FakeClock()), "svc10")
+        with sqlite3.connect(path) as conn:
+            seen["billing_said"] = conn.execute("SELECT count(*) FROM assertions a JOIN entities s ON s.id = a.subject_id "
+                                                "WHERE s.name = 'billing' AND a.expired_at IS NULL").fetchone()[0]
+
+    # Latest first: episode 23 (svc11) alone, then 22 (billing) and 21 (svc10), then ...
+    monkeypatch.setattr(undo_module, "let_others_in", between_undo_batches(2, look_further))
+    plan = memory.undo([operation], apply=True)
+    # billing still has ten episodes to go, and no fact already; it is owed, whole.
+    assert seen["billing"] == [] and seen["billing_said"] == 11
+    assert ("billing", "runs_on") in {(name, key) for name, key, _ in seen["owed"]}
+    # Not ended: k8s is taken out of it over its stretch of time, on the way or at the end, as before.
+    assert seen["svc10"] == ["nomad", "k8s"]
+    assert current_facts(memory) == expected_facts([kept])
+    # Every fact of the undone ingest removed; svc10's nomad, which k8s had ended, open again.
+    assert [(change.object, change.invalid_at) for change in plan.effects.reopened] == [("nomad", None)]
+    assert len(plan.effects.removed) == len(expected_facts(MADE)) and not plan.effects.changed
+    assert owed_rows(path) == []
+    assert_exact(memory)
+
+
+def test_facts_an_undo_ended_early_come_back_if_it_stops_before_its_end(tmp_path, monkeypatch):
+    """An undo killed (here: unable to derive on its way out) after it ended a slot's facts
+    early leaves that slot owed; the next writer resolves it whole from the assertions
+    that are still active, so nothing the undo did not take out stays without its fact."""
+    monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
+    monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
+    path = tmp_path / "m.db"
+    memory = Memory.open(path, FakeClock())
+    operation = memory.ingest_episodes(MADE, batch_size=len(MADE)).operation_id
+    memory.clock.advance(seconds=1)
+
+    def stop() -> None:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(undo_module, "let_others_in", between_undo_batches(3, stop))
+    monkeypatch.setattr(underived.Owed, "derive", cannot_derive)
+    with pytest.raises(OSError):
+        memory.undo([operation], apply=True)
+    assert values(memory, "billing") == []  # ended early, with ten of its episodes left
+    assert ("billing", "runs_on") in {(name, key) for name, key, _ in owed_rows(path)}
+    memory.close()
+    monkeypatch.undo()
+
+    reopened = Memory.open(path, FakeClock("2026-02-01T00:00:00Z"))
+    assert_exact(reopened)  # the first write derives what the undo left owed
+    undone = {e.id for e in reopened.episodes() if e.status == "undone"}
+    assert len(undone) == 5
+    assert current_facts(reopened) == expected_facts([e for e in MADE if e.id not in undone])
+    assert values(reopened, "billing") and owed_rows(path) == []

@@ -233,6 +233,34 @@ def stored_cardinalities(db: Database, slots: list[Slot]) -> dict[Slot, str]:
         if cardinality is not None}
 
 
+def end_if_left_empty(db: Database, slots: list[Slot], at: str) -> SlotChanges:
+    """Of these slots, those that have facts and whose every active assertion is of an
+    episode an undo in progress takes out (``temp.taken_out``: ``Owed.taking_out``):
+    their facts end at ``at``, as they would once the undo is done.
+
+    An undo of a whole ingest leaves nearly every slot it touches empty; resolving each
+    anew every time a batch takes the latest of its assertions off made most of the cost
+    of undoing 334k episodes (facts reopened and ended again, round after round)."""
+    if not slots:
+        return SlotChanges()
+    _touched_table(db, [(*slot, None) for slot in slots])
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS left_empty (subject_id INTEGER, predicate_key TEXT, "
+               "PRIMARY KEY (subject_id, predicate_key)) WITHOUT ROWID")
+    db.execute("DELETE FROM temp.left_empty")
+    db.execute(
+        "INSERT INTO temp.left_empty SELECT t.subject_id, t.predicate_key FROM temp.touched_parts t "
+        "WHERE EXISTS (SELECT 1 FROM facts f WHERE f.subject_id = t.subject_id AND f.predicate_key = t.predicate_key "
+        "AND f.expired_at IS NULL) AND NOT EXISTS (SELECT 1 FROM assertions a WHERE a.subject_id = t.subject_id "
+        "AND a.predicate_key = t.predicate_key AND a.expired_at IS NULL "
+        "AND a.episode_id NOT IN (SELECT episode_id FROM temp.taken_out))")
+    columns = [c.strip() for c in FACT_COLUMNS.split(",")]
+    ended = db.execute(
+        f"UPDATE facts SET expired_at = ? WHERE id IN (SELECT f.id FROM temp.left_empty e CROSS JOIN facts f "
+        f"ON f.subject_id = e.subject_id AND f.predicate_key = e.predicate_key AND f.expired_at IS NULL) "
+        f"RETURNING {FACT_COLUMNS}", [at]).fetchall()
+    return SlotChanges(expired=[dict(zip(columns, row)) for row in ended])
+
+
 def _says_many(db: Database, slot: Slot) -> bool:
     return db.execute("SELECT 1 FROM assertions a WHERE subject_id = ? AND predicate_key = ? "
                       "AND expired_at IS NULL AND cardinality = 'many' LIMIT 1", slot).fetchone() is not None

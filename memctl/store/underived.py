@@ -220,10 +220,26 @@ class Owed:
     instants: int = 0  # changes kept instant by instant (``owe``)
     since: float | None = None  # when the first of them was kept (time.monotonic)
     _started: bool = field(default=False, init=False, repr=False)  # this connection's table is its own
+    _taking_out: bool = field(default=False, init=False, repr=False)  # an undo: ``taking_out``
 
-    def add(self, db: Database, touched: Touched, at: str) -> None:
+    def taking_out(self, db: Database, episode_ids: list[str]) -> None:
+        """The operation is an undo of these episodes, all of them. A slot whose every
+        active assertion is among theirs will have no facts once it is done: its facts end
+        in the batch that first changes it (``add``), and the slot is owed whole, as one
+        that has no fact is (``owe``). They are missing meanwhile, not wrong: any other
+        change to the slot resolves it whole from what is left, and so does the operation
+        if it stops before its end."""
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS taken_out (episode_id TEXT PRIMARY KEY) WITHOUT ROWID")
+        db.execute("DELETE FROM temp.taken_out")
+        db.conn.executemany("INSERT OR IGNORE INTO temp.taken_out VALUES (?)", ((e,) for e in episode_ids))
+        self._taking_out = True
+
+    def add(self, db: Database, touched: Touched, at: str) -> SlotChanges:
         """What a batch committed at ``at`` touched, by its changes (never a slot to resolve
-        whole: that needs no stretch of time, and is done at once)."""
+        whole: that needs no stretch of time, and is done at once); what it did to facts
+        at once (an undo's slots left empty: ``taking_out``)."""
+        from memctl.store.facts import SlotChanges, end_if_left_empty
+
         assert not (touched.slots or touched.values), "a change to resolve whole is not owed"
         if not self._started:
             # An earlier operation of this connection that failed may have left changes, and
@@ -231,10 +247,12 @@ class Owed:
             forget_changes(db)
             derive_left_over(db, lambda: at)
             self._started = True
+        ended = end_if_left_empty(db, list(touched.changed), at) if self._taking_out else SlotChanges()
         kept = owe(db, self.operation_id, touched.changed, at)
         self.instants += kept
         if kept and self.since is None:
             self.since = time.monotonic()
+        return ended
 
     def derive_if_due(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
         """Between batches: derive the facts that are out of date, once enough changes to
