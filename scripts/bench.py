@@ -867,6 +867,46 @@ if made:
 db.execute("COMMIT")
 print(time.perf_counter() - began)
 """
+# The floor of undoing a whole ingest: the rows an undo must change, and no more, with
+# set-based SQL, given a copy of the store memctl made (and holding nothing else): in
+# batches sized as memctl's are (the first of argv[2] episodes, then each to take about
+# argv[3] seconds, growing at most twofold, up to argv[4]), each in a transaction of its
+# own, latest episodes first, it expires their assertions, marks them undone, ends their
+# spans, and ends the facts of the slots they leave without an active assertion.
+FLOOR_UNDO = """import sqlite3, sys, time
+first, seconds, most = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+began = time.perf_counter()
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA journal_mode = wal")
+db.execute("PRAGMA synchronous = NORMAL")
+at = "2027-01-01T00:00:00.000000Z"
+episodes = [e for (e,) in db.execute("SELECT id FROM episodes WHERE operation_id = (SELECT id FROM operations "
+                                     "WHERE kind = 'ingest') ORDER BY reference_time DESC, id DESC")]
+db.execute("CREATE TEMP TABLE batch (id TEXT PRIMARY KEY) WITHOUT ROWID")
+start, size = 0, first
+while start < len(episodes):
+    took = time.perf_counter()
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("DELETE FROM temp.batch")
+    db.executemany("INSERT INTO temp.batch VALUES (?)", [(e,) for e in episodes[start:start + size]])
+    slots = db.execute("SELECT DISTINCT a.subject_id, a.predicate_key FROM temp.batch b CROSS JOIN assertions a "
+                       "ON a.episode_id = b.id WHERE a.expired_at IS NULL").fetchall()
+    db.execute("UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN temp.batch", [at])
+    db.execute("UPDATE episodes SET status = 'undone' WHERE id IN temp.batch")
+    db.execute("UPDATE episode_spans SET held_until = ? WHERE held_until IS NULL AND episode_id IN temp.batch", [at])
+    for slot in slots:
+        if db.execute("SELECT 1 FROM assertions WHERE subject_id = ? AND predicate_key = ? AND expired_at IS NULL "
+                      "LIMIT 1", slot).fetchone() is None:
+            db.execute("UPDATE facts SET expired_at = ? WHERE subject_id = ? AND predicate_key = ? "
+                       "AND expired_at IS NULL RETURNING id", [at, *slot]).fetchall()
+    db.execute("COMMIT")
+    start += size
+    took = time.perf_counter() - took
+    size = max(100, min(most, 2 * size, int(size * seconds / max(took, 1e-3))))
+left = db.execute("SELECT count(*) FROM facts WHERE expired_at IS NULL").fetchone()[0]
+assert left == 0, f"{left} facts left"
+print(time.perf_counter() - began)
+"""
 # The bare floor of reading a session log: every line read and parsed as JSON.
 FLOOR_PARSE = """import json, sys
 for line in open(sys.argv[1], encoding="utf-8"):
@@ -1091,6 +1131,22 @@ def stored_floor_run(tmp: Path, blank: Path, facts: Path, made: Path) -> float:
         target.unlink()
 
 
+def undo_floor_run(tmp: Path, made: Path) -> float:
+    """Seconds the floor takes to undo the whole ingest ``made`` holds, on a copy of it."""
+    import shutil
+
+    from memctl.undo import UNDO_BATCH_SECONDS, UNDO_FIRST_BATCH, UNDO_MAX_BATCH
+
+    target = tmp / "undo-floor.db"
+    shutil.copy(made, target)
+    try:
+        return float(run_process([sys.executable, "-c", FLOOR_UNDO, str(target), str(UNDO_FIRST_BATCH),
+                                  str(UNDO_BATCH_SECONDS), str(UNDO_MAX_BATCH)])[2])
+    finally:
+        for leftover in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
 def structured_rows(tmp: Path, blank: Path, size: int, args: argparse.Namespace, rates: dict[int, float], *,
                     ingest_only: bool = False) -> list[dict]:
     import shutil
@@ -1148,6 +1204,8 @@ def structured_rows(tmp: Path, blank: Path, size: int, args: argparse.Namespace,
     result.append(recall_row(tmp, db, label, episodes, rng, args.process_runs if size < 1_000_000 else
                              max(3, args.process_runs // 2)))
     result.append(single_undo_row(db, label, rng, size))
+    log(f"backfill {label}: the floor of undoing the whole ingest, on a copy of its store")
+    floor_undo_s = undo_floor_run(tmp, db)
     log(f"backfill {label}: undo of the whole ingest ({len(episodes)} episodes): preview, then --apply")
     preview_s, preview_holds, _ = lock_holds(db, lambda: run_process(memctl_command(db, "undo", operation, "--json")))
     apply_s, holds, waits = lock_holds(db, lambda: run_process(memctl_command(db, "undo", operation, "--apply", "--json")),
@@ -1156,11 +1214,14 @@ def structured_rows(tmp: Path, blank: Path, size: int, args: argparse.Namespace,
     longest, longest_wait = max(holds, default=0.0), max(waits, default=0.0)
     # A preview of more than PREVIEW_ON_A_COPY episodes is done on a copy of the file: it holds no lock.
     preview_hold = max(preview_holds, default=0.0)
-    result.append(row("undo of a whole ingest", f"{count_label(len(episodes))} episodes", "—",
+    result.append(row("undo of a whole ingest", f"{count_label(len(episodes))} episodes",
+                      f"{floor_undo_s:.2f} s = {len(episodes) / floor_undo_s:,.0f} episodes/s",
                       f"{apply_s:.2f} s = {per_s:,.0f} episodes/s, another writer waited ≤ {longest_wait:.2f} s "
                       f"({len(waits)} tries), lock held ≤ {longest:.2f} s at a time "
                       f"(preview {preview_s:.2f} s, in one hold of {preview_hold:.2f} s)",
-                      None, per_s >= 10_000 and longest_wait <= 2, episodes=len(episodes), seconds=round(apply_s, 3),
+                      apply_s / floor_undo_s, per_s >= 10_000 and longest_wait <= 2, episodes=len(episodes),
+                      floor_s=round(floor_undo_s, 3), floor_per_s=round(len(episodes) / floor_undo_s),
+                      seconds=round(apply_s, 3),
                       preview_s=round(preview_s, 3), longest_lock_hold_s=round(longest, 3), lock_holds=len(holds),
                       other_writer_tries=len(waits), other_writer_longest_wait_s=round(longest_wait, 3),
                       preview_lock_hold_s=round(preview_hold, 3)))

@@ -28,6 +28,16 @@ MODES = {
 }
 
 
+def imported_bench():
+    """scripts/bench.py as a module, for its helpers and floors."""
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    return bench
+
+
 def run_bench(*args: str) -> dict:
     done = subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -49,7 +59,8 @@ def test_the_backfill_table_has_every_row_of_issue_15_with_floor_and_ratio():
                      "memctl --help", "log ingest, rules extractor", "LLM extraction, 300 ms a call, 8 at once"}
     for row in rows:
         assert row["floor"] and row["now"] and row["target"] and isinstance(row["met"], bool), row
-    against_a_floor = {"structured ingest", "recall --json, whole process", "memctl --help", "log ingest, rules extractor"}
+    against_a_floor = {"structured ingest", "recall --json, whole process", "memctl --help", "log ingest, rules extractor",
+                       "undo of a whole ingest"}
     assert all(row["ratio"] > 0 for row in rows if row["row"] in against_a_floor)
     markdown = subprocess.run([sys.executable, str(BENCH), *args, "--markdown"], capture_output=True, text=True,
                               timeout=600)
@@ -93,11 +104,7 @@ def test_a_child_process_peak_memory_is_its_own_not_the_benchmarks():
     """The structured-ingest rows report a memctl process's peak RSS. The benchmark holds
     the whole generated backfill (1.7 GB at 1M): a child's wait4 figure counted that, as
     the child was forked before it ran memctl, and reported it as memctl's."""
-    sys.path.insert(0, str(BENCH.parent))
-    try:
-        import bench
-    finally:
-        sys.path.remove(str(BENCH.parent))
+    bench = imported_bench()
     held = b"x" * 300_000_000  # this process: 300 MB, resident
     # The child holds its 60 MiB a moment: the peak is read every 20 ms while it runs.
     _, peak_mb, _ = bench.run_process([sys.executable, "-c", "import time; x = b'y' * (60 << 20); time.sleep(0.3)"])
@@ -109,11 +116,7 @@ def test_the_floor_given_a_store_writes_every_row_that_store_holds(tmp_path):
     """The structured row's second floor writes the rows the ingest stored (its facts,
     their provenance, both text indexes, the spans) besides the floor's own: counted here
     against the store memctl made of the same file."""
-    sys.path.insert(0, str(BENCH.parent))
-    try:
-        import bench
-    finally:
-        sys.path.remove(str(BENCH.parent))
+    bench = imported_bench()
     from memctl.memory import Memory
     from memctl.sources import IngestOptions
     from memctl.store.connection import open_database
@@ -139,3 +142,39 @@ def test_the_floor_given_a_store_writes_every_row_that_store_holds(tmp_path):
 
     assert counts(floor) == counts(made)
     assert counts(made)["lines indexed"] == counts(made)["episodes"] > 0
+
+
+def test_the_undo_floor_changes_the_rows_an_undo_of_the_whole_ingest_changes(tmp_path):
+    """The undo row's floor, run on a copy of the store, leaves it as memctl's undo of the
+    whole ingest does: no active assertion or current fact, every episode undone, no
+    span held; in batches (the first of 7 episodes here)."""
+    import shutil
+    import sqlite3
+
+    bench = imported_bench()
+    from memctl.memory import Memory
+    from memctl.sources import IngestOptions
+
+    facts = tmp_path / "f.jsonl"
+    bench.write_facts_jsonl(facts, bench.generate(bench.random.Random(5), 300, 40))
+    made, floor = tmp_path / "made.db", tmp_path / "floor.db"
+    memory = Memory.open(made)
+    operation = memory.ingest([facts], IngestOptions(format="facts")).operation_id
+    memory.close()
+    shutil.copy(made, floor)
+    seconds = subprocess.run([sys.executable, "-c", bench.FLOOR_UNDO, str(floor), "7", "1.5", "20000"],
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+    assert float(seconds) > 0
+    Memory.open(made).undo([operation], apply=True)
+
+    def counts(path: Path) -> dict:
+        with sqlite3.connect(path) as conn:
+            return {what: conn.execute(query).fetchone()[0] for what, query in {
+                "active assertions": "SELECT count(*) FROM assertions WHERE expired_at IS NULL",
+                "expired assertions": "SELECT count(*) FROM assertions WHERE expired_at IS NOT NULL",
+                "current facts": "SELECT count(*) FROM facts WHERE expired_at IS NULL",
+                "undone episodes": "SELECT count(*) FROM episodes WHERE status = 'undone'",
+                "spans held": "SELECT count(*) FROM episode_spans WHERE held_until IS NULL"}.items()}
+
+    assert counts(floor) == counts(made)
+    assert counts(made)["expired assertions"] == 300 and counts(made)["undone episodes"] > 7
