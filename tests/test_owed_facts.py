@@ -436,6 +436,8 @@ def test_a_slot_the_undo_leaves_empty_loses_its_facts_in_the_batch_that_first_ch
     assert [(change.object, change.invalid_at) for change in plan.effects.reopened] == [("nomad", None)]
     assert len(plan.effects.removed) == len(expected_facts(MADE)) and not plan.effects.changed
     assert owed_rows(path) == []
+    # The connection, which a server keeps open, holds no list of the episodes any more.
+    assert memory.db.execute("SELECT count(*) FROM temp.taken_out").fetchone()[0] == 0
     assert_exact(memory)
 
 

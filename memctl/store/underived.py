@@ -290,6 +290,9 @@ class Owed:
             size = next_batch_size(max(size, instants), time.monotonic() - began, DERIVE_SECONDS, least=100,
                                    most=DERIVE_MOST_INSTANTS)
         self.instants, self.since = 0, None
+        if new and self._taking_out:  # the end: a server that runs on need not keep 334k ids
+            db.execute("DELETE FROM temp.taken_out")
+            self._taking_out = False
 
     def derive_if_it_can(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
         """``derive``, for an operation that is failing or interrupted: what cannot be
