@@ -16,7 +16,7 @@ from typing import Literal
 from memctl import times
 from memctl.errors import BadInput, LLMUnavailable
 from memctl.recall import fusion
-from memctl.recall.query import parse
+from memctl.recall.query import Query, parse
 from memctl.recall.rankers import DEFAULT_RANKERS, Ranker, of_the_kind_asked
 from memctl.recall.when import named_window
 from memctl.results import EpisodeHit, Fact, RecallResult
@@ -28,6 +28,10 @@ KINDS = ("all", "fact", "episode")
 _WORD = re.compile(r"\w")
 # Each ranker offers this many candidates (at least) for fusion to choose from.
 DEPTH = 50
+# "Before Postgres": the best found facts holding the value tried for a neighbour in their
+# timeline, and how many of those lead (the nearest; further back is context).
+BESIDE_TRIED = 3
+BESIDE_SHOWN = 2
 
 
 def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, known_at: str | None = None,
@@ -86,6 +90,11 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     facts = search.facts_by_id(db, fact_ids, window)
     if kinds := of_the_kind_asked(parsed, facts):
         scores = fusion.rrf([*rankings, kinds])
+    # "What did billing use before Postgres": what held next to a value the question names
+    # leads, nearest first, then the value it was found by.
+    beside = _beside(db, parsed, scores, window) if "fact" in wanted else []
+    if beside:
+        facts.update(search.facts_by_id(db, [fact_id for fact_id in beside if fact_id not in facts], window))
     timelines = None
     if window.past or window.history:
         timelines = {fact_id: (line, facts[fact_id].status == "current")
@@ -95,6 +104,8 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     if kind == "all":
         scores = fusion.reinforce(scores, {fact_id: fact.episodes or [] for fact_id, fact in facts.items()})
     best = fusion.ranked(scores, limit, timelines)
+    if beside:
+        best = fusion.leading([("fact", fact_id) for fact_id in beside], best, limit)
     episodes = search.episodes_by_id(db, [str(key[1]) for key, _ in best if key[0] == "episode"], parsed.match())
     results: list[Fact | EpisodeHit] = []
     for (item_kind, item_id), score in best:
@@ -107,6 +118,30 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
                         unavailable=unavailable or None, since=given["since"], until=given["until"],
                         time_words=time_words)
+
+
+def _beside(db: Queryable, parsed: Query, scores: dict[fusion.Key, float], window: Window) -> list[int]:
+    """What held next to a value the question asks about (``Query.beside``), nearest
+    first, then the fact it was found by: in the timeline of the best found fact that
+    holds the value and has a neighbour there; of those whose other end the question names
+    too, if there are any ("which database did billing have before DynamoDB": billing's
+    timeline, though analytics' move to DynamoDB matched as well). None if it names no
+    such value."""
+    asked = parsed.beside()
+    if asked is None:
+        return []
+    direction, name_keys = asked
+    found = [int(key[1]) for key in sorted(scores, key=lambda key: -scores[key]) if key[0] == "fact"]
+    named = search.entities_named(db, name_keys)
+    holding = search.facts_at_either_end(db, found, named)
+    also_named = set(search.entities_named(db, parsed.name_keys())) - set(named)
+    anchors = [fact_id for fact_id in found if fact_id in holding]
+    # Another subject's timeline answers nothing about the one named: none then.
+    anchors = [fact_id for fact_id in anchors if not also_named.isdisjoint(holding[fact_id])] or anchors
+    for fact_id in anchors[:BESIDE_TRIED]:
+        if next_to := search.facts_beside(db, fact_id, named, direction, window, BESIDE_SHOWN):
+            return [*next_to, fact_id]
+    return []
 
 
 def _what_happened(db: Queryable, query: str, window: Window, wanted: set[str], limit: int,

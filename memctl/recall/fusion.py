@@ -90,3 +90,12 @@ def ranked(scores: Mapping[Key, float], limit: int, timelines: Timelines | None 
         if len(result) >= limit:
             break
     return result[:limit]
+
+
+def leading(first: Sequence[Key], best: list[tuple[Key, float]], limit: int) -> list[tuple[Key, float]]:
+    """``first`` at the top, in its order, each at the top place's score (the question
+    asked for them by name: "what did billing use before Postgres"); then the rest of
+    ``best`` as it was."""
+    top = best[0][1] if best else 0.0
+    chosen = set(first)
+    return ([(key, top) for key in first] + [item for item in best if item[0] not in chosen])[:limit]

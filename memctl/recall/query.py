@@ -40,6 +40,14 @@ LOOKING_BACK_WORDS = frozenset({
 })
 
 
+# Words that ask for what held next to another value in its timeline: "what did billing
+# use before Postgres" asks for what Postgres replaced, "who led billing after Dana" for
+# who came next. The value is named in the few words that follow ("before we moved to
+# Postgres"); a date there is the window's (``recall.when``), not a value.
+BESIDE_WORDS = {"before": "before", "after": "after"}
+BESIDE_REACH = 6
+
+
 @cache
 def stop_words() -> frozenset[str]:
     """The English stop words of the ``stopwords`` package, and the pieces its
@@ -142,16 +150,30 @@ class Query(NamedTuple):
     def name_keys(self) -> list[str]:
         """Every run of up to MAX_NAME_WORDS words: the entity names the question may hold.
         A lone stop word is no name ("we", "it": extractors do make such entities)."""
-        from memctl.names import entity_key
+        return _name_keys(self.words)
 
-        keys: dict[str, None] = {}
-        for size in range(1, MAX_NAME_WORDS + 1):
-            for start in range(len(self.words) - size + 1):
-                run = self.words[start:start + size]
-                if size == 1 and run[0] in stop_words():
-                    continue
-                keys[entity_key(" ".join(run))] = None
-        return [key for key in keys if key]
+    def beside(self) -> tuple[str, list[str]] | None:
+        """("before" or "after", the names the value may have) when the question asks for
+        what held next to a value (``BESIDE_WORDS``): every run of words among the few
+        that follow the first such word."""
+        for start, word in enumerate(self.words):
+            if word in BESIDE_WORDS:
+                keys = _name_keys(self.words[start + 1:start + 1 + BESIDE_REACH])
+                return (BESIDE_WORDS[word], keys) if keys else None
+        return None
+
+
+def _name_keys(words: tuple[str, ...]) -> list[str]:
+    from memctl.names import entity_key
+
+    keys: dict[str, None] = {}
+    for size in range(1, MAX_NAME_WORDS + 1):
+        for start in range(len(words) - size + 1):
+            run = words[start:start + size]
+            if size == 1 and run[0] in stop_words():
+                continue
+            keys[entity_key(" ".join(run))] = None
+    return [key for key in keys if key]
 
 
 def parse(text: str, *, timed: bool = False) -> Query:

@@ -207,6 +207,38 @@ def facts_about(db: Queryable, entity_ids: list[int], match: str, window: Window
 MAX_ENTITIES = 200
 
 
+def facts_at_either_end(db: Queryable, fact_ids: list[int], entity_ids: list[int]) -> dict[int, tuple[int, int]]:
+    """Those of the facts with one of the entities as subject or object: their (subject
+    id, object id)."""
+    if not fact_ids or not entity_ids:
+        return {}
+    fact_marks, entity_marks = ", ".join("?" * len(fact_ids)), ", ".join("?" * len(entity_ids))
+    return {row[0]: (row[1], row[2]) for row in db.execute(
+        f"SELECT id, subject_id, object_id FROM facts WHERE id IN ({fact_marks}) AND (subject_id IN ({entity_marks}) "
+        f"OR object_id IN ({entity_marks}))", [*fact_ids, *entity_ids, *entity_ids])}
+
+
+def facts_beside(db: Queryable, fact_id: int, entity_ids: list[int], direction: str, window: Window,
+                 limit: int) -> list[int]:
+    """The facts next to this one in its timeline on the ``direction`` side ("before":
+    begun earlier, latest first; "after": begun later, earliest first), up to ``limit``.
+    Where one of the entities is its value (the object), the timeline is the subject's
+    other values of the predicate ("billing used MySQL before Postgres"); where one is
+    its holder (the subject), the predicate's other holders of the value ("Dana led
+    billing before Sam"). Only what the window lets recall see."""
+    condition, params = fact_window("n", window)
+    later, order = (">", "ASC") if direction == "after" else ("<", "DESC")
+    marks = ", ".join("?" * len(entity_ids))
+    found: list[tuple[str, int]] = []
+    for same, other in (("subject_id", "object_id"), ("object_id", "subject_id")):
+        found += db.execute(
+            f"""SELECT n.valid_at, n.id FROM facts a JOIN facts n ON n.{same} = a.{same}
+                AND n.predicate_key = a.predicate_key AND n.{other} != a.{other}
+                WHERE a.id = ? AND a.{other} IN ({marks}) AND n.valid_at {later} a.valid_at AND {condition}
+                ORDER BY n.valid_at {order}, n.id LIMIT ?""", [fact_id, *entity_ids, *params, limit]).fetchall()
+    return [fact_id for _, fact_id in sorted(found, reverse=direction != "after")[:limit]]
+
+
 def _facts_of(db: Queryable, entity_ids: list[int], match: str, window: Window, limit: int, *,
               as_object: bool) -> list[tuple[int, int, int]]:
     """(fact id, subject id, object id) of facts whose subject (or object) is one of the entities."""
