@@ -166,13 +166,18 @@ def _shape(kind: str, triggers: tuple[str, ...], body: str, *, check: Callable[[
 
 
 def _place(kind: str, triggers: tuple[str, ...], regex: str, *, check: Callable[[str], bool] | None = None,
-           case_blind: bool = False, in_token: bool = False) -> _Rule:
-    """A credential known by where it sits; only the group ``secret`` is the secret."""
+           case_blind: bool = False, in_token: bool = False, quoted_counts: bool = False) -> _Rule:
+    """A credential known by where it sits; only the group ``secret`` is the secret.
+    ``quoted_counts``: a value in quotes is one whatever ``check`` says of it."""
 
     def judge(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
         start, end = m.span("secret")
         value = text[start:end]
-        if _not_a_value(value.strip("\"'")) or (check is not None and not check(value)):
+        if _not_a_value(value.strip("\"'")):
+            return None
+        quoted = quoted_counts and 0 < start and end < len(text) and text[start - 1] in "\"'`" \
+            and text[end] == text[start - 1]
+        if check is not None and not quoted and not check(value):
             return None
         return start, end, kind
 
@@ -187,14 +192,15 @@ _SET_TO = r"(?:changed|set|reset|updated|rotated)\s+to"
 
 def _said(kind: str, triggers: tuple[str, ...], words: str, shortest: int) -> _Rule:
     """A credential said in a sentence (``the password for X is VALUE``, ``with password
-    VALUE``). Only a value that looks made up counts: a sentence goes on in words (``the
-    password is stored in Vault``), and the first words after the name are what is tried."""
+    VALUE``). Only a value that looks made up counts, or one in quotes (``the password is
+    "sunshine"``): a sentence goes on in words (``the password is stored in Vault``), and
+    the first words after the name are what is tried."""
     return _place(kind, triggers,
                   rf"\b(?<!/)(?:{words})(?:(?:\s+(?:for|of|to|on)\s+[^\n.,;:!?\"'`]{{1,40}}?)?"
                   rf"(?:\s+(?:(?:is|was|will\s+be|would\s+be|has\s+been|had\s+been)(?:\s+{_SET_TO})?|{_SET_TO}|to|=)"
                   r"|'s):?\s+(?:now\s+|still\s+)?|\s+)[\"'`]?"
                   rf"(?P<secret>[^\s\"'`]{{{shortest},}}?)[\"'`]?(?=[.,;:!?)]*(?:\s|\Z))", check=_made_up,
-                  case_blind=True)
+                  case_blind=True, quoted_counts=True)
 
 
 _SHAPES = [
@@ -373,8 +379,9 @@ def _judge_key(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
         # `password: str = ...`, `{ token: tokens[i] }`, `passwd:dir`: code; a config line
         # (`password: x`, a header `X-Api-Key: x`) has a space after the colon and ends with its value
         return None
-    if " " in sep and _IDENTIFIER.fullmatch(value):
+    if " " in sep and not sep.startswith(":") and _IDENTIFIER.fullmatch(value):
         return None  # `password = pw`: a variable (a config's values have digits or symbols)
+    # `password: sunshine` ends its line (above): a YAML config's or a chat's value, however plain.
     return start, end, kind
 
 

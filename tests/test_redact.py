@@ -58,6 +58,12 @@ def test_each_secret_goes_and_its_name_stays(plant):
     ("Password is: hunter22", "Password is: [REDACTED:password]"),
     ("my password's hunter22", "my password's [REDACTED:password]"),
     ("passwd Hunter22 on the old box", "passwd [REDACTED:password] on the old box"),
+    # a plain word is a password where nothing else could stand: a config line's value, or quoted
+    ("password: sunshine", "password: [REDACTED:password]"),
+    ("login: admin / Password: sunshine", "login: admin / Password: [REDACTED:password]"),
+    ("db:\n  password: sunshine\n  host: db1", "db:\n  password: [REDACTED:password]\n  host: db1"),
+    ('the password is "sunshine".', 'the password is "[REDACTED:password]".'),
+    ("the wifi password is now 'correcthorse'", "the wifi password is now '[REDACTED:password]'"),
     # a generated value that begins as a placeholder does ("my_password") is not one
     ('connect(user="app", password="My_7zfS3WL9d44")', 'connect(user="app", password="[REDACTED:password]")'),
 ])
@@ -76,6 +82,9 @@ def test_only_the_value_is_replaced(text, expected):
     "f(password=get_password())",
     "token: Optional[str] = None",
     "password: str",
+    "api_key: string",
+    "password: pw,",
+    'the password is "required"',
     "{ token: tokens[index] }",
     "Pass :meth:`peek` a default value",
     "total_input_tokens=150, total_output_tokens=75,",
