@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 
+# How a turn's stored text is laid out: "User: …", a blank line, "Assistant: …"
+# (``sources.render`` writes it; a session's listing reads its user part: ``search.what_happened``).
+USER_PREFIX, REPLY_PREFIX = "User: ", "Assistant: "
+
 
 class Answer(Protocol):
     """Anything the library returns: it says itself as JSON."""

@@ -92,3 +92,18 @@ def test_the_command_line_says_it_lists_what_happened(cli):
 ])
 def test_questions_that_ask_what_happened(question, asks):
     assert parse(question, timed=True).asks_what_happened() is asks
+
+
+def test_a_session_is_listed_by_a_turn_that_asks_for_something_not_by_a_greeting(memory, tmp_path):
+    def session(name: str, *turns: tuple[str, str]) -> Path:
+        return write_jsonl(tmp_path / f"{name}.jsonl", [{"role": "user", "content": text, "timestamp": at}
+                                                        for at, text in turns])
+
+    memory.ingest([
+        session("a", ("2025-03-03T09:00:00Z", "hi"), ("2025-03-03T09:01:00Z", "move the billing jobs to the new queue"),
+                ("2025-03-03T09:05:00Z", "add a retry to the consumer")),
+        session("b", ("2025-03-04T10:00:00Z", "hello there"), ("2025-03-04T10:01:00Z", "thanks!")),
+    ], IngestOptions())
+    result = memory.recall("what happened in March 2025")
+    # a greeting says nothing of the session; one made of nothing else is listed by its first turn
+    assert [r.text for r in result.results] == ["User: hello there", "User: move the billing jobs to the new queue"]

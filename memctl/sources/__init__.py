@@ -31,6 +31,7 @@ import jsonlines
 from memctl import times
 from memctl.errors import BadInput, FileRefused, NotFound
 from memctl.model import Episode, content_hash
+from memctl.results import REPLY_PREFIX, USER_PREFIX
 
 # format name -> module under memctl.sources, imported when the format is first used
 MODULES = {
@@ -310,9 +311,6 @@ def format_of(path: Path, options: IngestOptions) -> str | None:
     if options.format not in MODULES:
         raise BadInput(f"unknown format {options.format!r}; choose one of: auto, {', '.join(FORMATS)}")
     return options.format
-
-
-USER_PREFIX, REPLY_PREFIX = "User: ", "Assistant: "
 
 
 def render(turn: Turn) -> tuple[str, int]:

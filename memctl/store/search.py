@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from typing import NamedTuple
 
-from memctl.results import EpisodeHit, Fact
+from memctl.results import REPLY_PREFIX, USER_PREFIX, EpisodeHit, Fact
 from memctl.store import Queryable, in_chunks
 from memctl.store.reads import facts_where, time_window, with_episodes
 
@@ -280,13 +280,23 @@ def scratch_bm25(texts: dict[int, str], matches: list[str]) -> list[dict[int, fl
             for match in matches]
 
 
+# A turn whose user part is shorter than this says little of what its session was about
+# ("hi", "thanks", "go on"): a session is listed by a later one where it has one.
+SLIGHT_TURN_CHARS = 24
+_SLIGHT_TURN = ("(substr(e.content, 1, ?) = ? AND (length(e.content) < ? "
+                "OR instr(e.content, ?) BETWEEN 1 AND ?))")
+_SLIGHT_TURN_PARAMS = [len(USER_PREFIX), USER_PREFIX, len(USER_PREFIX) + SLIGHT_TURN_CHARS, "\n\n" + REPLY_PREFIX,
+                       len(USER_PREFIX) + SLIGHT_TURN_CHARS]
+
+
 def what_happened(db: Queryable, window: Window, kinds: set[str], limit: int) -> list[tuple[str, str, int | str]]:
     """What changed and what was said in ``since``/``until``, latest first, as memctl held
     it at ``known_at``: (time, kind, id) of up to ``limit`` of them.
 
     - facts that began or ended in the window, at the latest of those instants in it;
     - each session (a source) that said something in the window, once, by its first
-      episode there (usually what it was asked to do), at its last one there.
+      episode there that asks for something (usually what it was asked to do; a greeting
+      such as "hi" says nothing of it), at its last one there.
     """
     found: list[tuple[str, str, int | str]] = []
     if "fact" in kinds:
@@ -306,9 +316,10 @@ def what_happened(db: Queryable, window: Window, kinds: set[str], limit: int) ->
         found += [(latest, "episode", episode_id) for episode_id, latest in db.execute(
             f"""SELECT id, latest FROM (
                     SELECT e.id, max(e.reference_time) OVER (PARTITION BY e.source) AS latest,
-                           row_number() OVER (PARTITION BY e.source ORDER BY e.reference_time, e.position) AS n
+                           row_number() OVER (PARTITION BY e.source ORDER BY {_SLIGHT_TURN}, e.reference_time,
+                                                                             e.position) AS n
                     FROM episodes e WHERE {condition})
-                WHERE n = 1 ORDER BY latest DESC, id LIMIT ?""", [*params, limit])]
+                WHERE n = 1 ORDER BY latest DESC, id LIMIT ?""", [*_SLIGHT_TURN_PARAMS, *params, limit])]
     return sorted(found, key=lambda item: (item[0], item[1]), reverse=True)[:limit]
 
 
