@@ -37,6 +37,16 @@ def test_what_held_next_to_the_named_value_leads(team, question, expected):
     assert first_facts(team.recall(question)) == expected
 
 
+def test_asked_at_a_given_time_what_held_before_then_counts(team):
+    """A given time keeps recall to the facts valid then, but "before Postgres" asks about
+    what held earlier: as of March 2025, MySQL (ended in April 2024) still answers it."""
+    assert first_facts(team.recall("what did billing use before Postgres", as_of="2025-03-01")) == [
+        ("billing", "MySQL"), ("billing", "Postgres")]
+    # before Postgres began there is no Postgres to be next to, and nothing of later leaks in
+    early = team.recall("what did billing use before Postgres", as_of="2024-03-01")
+    assert early.results and "Postgres" not in [r.object for r in early.results if r.kind == "fact"]
+
+
 def test_without_such_words_nothing_changes(team):
     assert first_facts(team.recall("which database does billing use")) == [("billing", "Postgres"),
                                                                            ("billing", "MySQL")]

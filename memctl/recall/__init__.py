@@ -138,8 +138,11 @@ def _beside(db: Queryable, parsed: Query, scores: dict[fusion.Key, float], windo
     anchors = [fact_id for fact_id in found if fact_id in holding]
     # Another subject's timeline answers nothing about the one named: none then.
     anchors = [fact_id for fact_id in anchors if not also_named.isdisjoint(holding[fact_id])] or anchors
+    # What held before the value is asked for even at a given time ("as of March 2025, what
+    # did billing use before Postgres"): facts that ended by then count, as when no time is given.
+    around = window._replace(past=not window.history)
     for fact_id in anchors[:BESIDE_TRIED]:
-        if next_to := search.facts_beside(db, fact_id, named, direction, window, BESIDE_SHOWN):
+        if next_to := search.facts_beside(db, fact_id, named, direction, around, BESIDE_SHOWN):
             return [*next_to, fact_id]
     return []
 
