@@ -416,8 +416,9 @@ def recall(
     Facts as true at --as-of, episodes said by then (and within --since/--until), both
     as memctl knew them at --known-at. Without --as-of, --since or --until, a time the
     question names ("in March 2024", "mid 2023", "since last month") is the window; with
-    none at all, facts that ended are found too, each under what replaced it. Stop words
-    alone match nothing.
+    none at all, facts that ended are found too, each under what replaced it. "What did
+    billing use before Postgres" (or "after MySQL") puts first what held next to that
+    value. Stop words alone match nothing.
 
     Example: memctl recall "which database does billing use" --as-of 2024-03-01
     """

@@ -136,8 +136,9 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         said in it (since, until and time_words say so); a query that only asks what happened then ("what
         changed last month") lists the window's changed facts and sessions, latest first (what_happened).
         With no time at all, facts true now, and also those that ended, each with its status (current,
-        ended, superseded): one that was replaced comes right after what replaced it. As `memctl recall
-        --json`."""
+        ended, superseded): one that was replaced comes right after what replaced it. "What did billing use
+        before Postgres" (or "after MySQL") puts first what held next to the value named, in its timeline.
+        As `memctl recall --json`."""
         return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history))
 
     @server.tool(annotations=DESTRUCTIVE)
