@@ -174,7 +174,7 @@ def test_slots_without_facts_wait_for_the_end_and_keep_no_instants(tmp_path, mon
     assert_exact(memory)
 
 
-def test_an_interrupted_ingest_derives_what_it_owes_before_it_stops(tmp_path):
+def test_an_interrupted_ingest_derives_what_it_owes_before_it_stops(tmp_path, caplog):
     def interrupted():
         yield from MADE[:9]
         raise KeyboardInterrupt
@@ -182,6 +182,10 @@ def test_an_interrupted_ingest_derives_what_it_owes_before_it_stops(tmp_path):
     memory = Memory.open(tmp_path / "m.db", FakeClock())
     with pytest.raises(KeyboardInterrupt):
         memory.ingest_episodes(interrupted(), batch_size=2)
+    # It says what it does meanwhile (a minute's work after a 1M backfill), and how to leave it.
+    said = [record.getMessage() for record in caplog.records if record.name == "memctl"]
+    assert said == ["memctl: interrupted; deriving the facts of 5 slot(s) the stored batches changed "
+                    "(Ctrl-C again leaves that to the next command that writes)"]
     assert owed_rows(tmp_path / "m.db") == []
     assert current_facts(memory) == expected_facts(MADE[:8])  # four whole batches; the ninth never landed
     assert memory.operations()[0].status == "interrupted"
@@ -196,13 +200,14 @@ def cannot_derive(*_):
     raise sqlite3.OperationalError("disk I/O error")
 
 
-def test_what_a_failed_ingest_could_not_derive_the_next_writer_does(tmp_path, monkeypatch):
+def test_what_a_failed_ingest_could_not_derive_the_next_writer_does(tmp_path, monkeypatch, caplog):
     path = tmp_path / "m.db"
     memory = Memory.open(path, FakeClock())
     with monkeypatch.context() as patched:
         patched.setattr(underived.Owed, "derive", cannot_derive)
         with pytest.raises(OSError):
             memory.ingest_episodes(failing(), batch_size=2)
+    assert not [r for r in caplog.records if r.name == "memctl"]  # a failure's own error says what happened
     assert len(owed_rows(path)) == 5
     assert values(memory, "billing") == []
     memory.close()
@@ -320,7 +325,7 @@ def test_a_writer_that_runs_on_derives_what_its_failed_ingest_owed_at_its_next_o
     assert_exact(memory)
 
 
-def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_path, monkeypatch):
+def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
     monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
     memory = Memory.open(tmp_path / "m.db", FakeClock())
@@ -338,6 +343,7 @@ def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_pa
     monkeypatch.setattr(undo_module, "_undo_batch", interrupted_at_the_fourth)
     with pytest.raises(KeyboardInterrupt):
         memory.undo([operation], apply=True)
+    assert [r.getMessage().split(";")[0] for r in caplog.records if r.name == "memctl"] == ["memctl: interrupted"]
     undone = {episode_id for episodes in calls[:3] for episode_id in episodes}
     assert len(undone) == 5  # one, then two and two: the later two batches owed their facts
     assert owed_rows(tmp_path / "m.db") == []

@@ -19,6 +19,7 @@ assertions, so that:
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext, suppress
@@ -297,6 +298,17 @@ class Owed:
     def derive_if_it_can(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
         """``derive``, for an operation that is failing or interrupted: what cannot be
         derived now (the failure may be the disk's) is left to the next writer, which
-        derives what a no-longer-running operation owed (``derive_left_over``)."""
+        derives what a no-longer-running operation owed (``derive_left_over``).
+
+        Interrupted (Ctrl-C) with facts owed, it says so on the ``memctl`` logger (which,
+        unconfigured, Python prints on stderr): after a long backfill into an empty store
+        that is every fact, a minute's work at 1M assertions, and a user who sees nothing
+        happen presses Ctrl-C again."""
+        if isinstance(sys.exc_info()[1], KeyboardInterrupt) and self._started and (count := len(owed_slots(db))):
+            import logging
+
+            logging.getLogger("memctl").warning(
+                f"memctl: interrupted; deriving the facts of {count:,} slot(s) the stored batches changed "
+                "(Ctrl-C again leaves that to the next command that writes)")
         with suppress(Exception):
             self.derive(db, clock, on_derived)
