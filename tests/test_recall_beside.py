@@ -32,6 +32,9 @@ def first_facts(result, n: int = 2) -> list[tuple[str | None, str | None]]:
     ("what was billing's database after MySQL", [("billing", "Postgres"), ("billing", "MySQL")]),
     ("who led billing before Sam", [("Dana", "billing team"), ("Sam", "billing team")]),
     ("who ran the billing team after Dana?", [("Sam", "billing team"), ("Dana", "billing team")]),
+    ("who led the billing team until Sam took over", [("Dana", "billing team"), ("Sam", "billing team")]),
+    ("which database did billing run prior to Postgres", [("billing", "MySQL"), ("billing", "Postgres")]),
+    ("who has led billing since Dana left", [("Sam", "billing team"), ("Dana", "billing team")]),
 ])
 def test_what_held_next_to_the_named_value_leads(team, question, expected):
     assert first_facts(team.recall(question)) == expected

@@ -42,9 +42,11 @@ LOOKING_BACK_WORDS = frozenset({
 
 # Words that ask for what held next to another value in its timeline: "what did billing
 # use before Postgres" asks for what Postgres replaced, "who led billing after Dana" for
-# who came next. The value is named in the few words that follow ("before we moved to
-# Postgres"); a date there is the window's (``recall.when``), not a value.
-BESIDE_WORDS = {"before": "before", "after": "after"}
+# who came next ("until Sam took over", "prior to Postgres", "since Dana left" too). The
+# value is named in the few words that follow ("before we moved to Postgres"); a date
+# there is the window's (``recall.when``), not a value.
+BESIDE_WORDS = {"before": "before", "until": "before", "till": "before", "prior": "before",
+                "after": "after", "since": "after"}
 BESIDE_REACH = 6
 
 
