@@ -247,12 +247,23 @@ def test_http_binds_to_this_machine_unless_told(given, address):
     assert _host_and_port(given) == address
 
 
-def test_a_bad_http_address_is_bad_usage(cli):
+@pytest.fixture
+def never_served(monkeypatch):
+    """A refusal test whose command served instead would wait for a client for ever: it
+    fails at once instead."""
+
+    def served(*_, **__):
+        raise AssertionError("memctl mcp served instead of refusing")
+
+    monkeypatch.setattr("memctl.mcp_server.serve", served)
+
+
+def test_a_bad_http_address_is_bad_usage(cli, never_served):
     run = cli("mcp", "--http", "localhost")
     assert run.code == 2 and "--http takes [HOST:]PORT" in run.err
 
 
-def test_http_on_an_address_others_reach_needs_a_token(cli, monkeypatch, db_path):
+def test_http_on_an_address_others_reach_needs_a_token(cli, monkeypatch, db_path, never_served):
     monkeypatch.delenv("MEMCTL_MCP_TOKEN", raising=False)
     for host in ("0.0.0.0", "192.168.1.20", "[::]", "memory.example.com"):
         run = cli("mcp", "--http", f"{host}:8765")
