@@ -105,6 +105,7 @@ def test_the_kind_asked_for_must_match_with_the_rest_of_the_question():
 
 @pytest.mark.parametrize(("question", "back"), [
     ("does billing still use Redis?", True), ("who led billing before Sam", True), ("did we ever use Kafka", True),
+    ("what happened with Redis", True),
     ("which database does billing use", False), ("who leads billing now", False),
 ])
 def test_questions_that_look_back(question, back):
@@ -125,3 +126,9 @@ def test_a_fact_that_no_longer_holds_sits_under_what_replaced_it():
     discounted = discount_past(scores, timelines)
     assert discounted[("fact", 4)] == pytest.approx(0.04 * PAST_WEIGHT)
     assert discounted[("fact", 1)] == 0.02 and discounted[("episode", "e")] == 0.03
+
+
+def test_what_happened_to_a_thing_asks_about_its_past(team):
+    """Asked what happened with Redis, the fact that ended answers first: not Sentry, which
+    shares the Redis fact's episode and still holds."""
+    assert answers(team.recall("what happened with Redis"))[0] == ("Redis", "ended")

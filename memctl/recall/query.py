@@ -37,6 +37,7 @@ MAX_KIND_WORDS = 3
 LOOKING_BACK_WORDS = frozenset({
     "still", "anymore", "before", "previously", "formerly", "originally", "earlier", "ever", "once", "used",
     "did", "was", "were", "had", "stopped", "dropped", "ended", "replaced", "former", "old", "past", "history",
+    "happened",
 })
 
 
