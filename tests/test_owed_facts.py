@@ -476,3 +476,21 @@ def test_facts_an_undo_ended_early_come_back_if_it_stops_before_its_end(tmp_path
     assert len(undone) == 5
     assert current_facts(reopened) == expected_facts([e for e in MADE if e.id not in undone])
     assert values(reopened, "billing") and owed_rows(path) == []
+
+
+def test_an_interrupted_ingest_whose_file_fails_too_still_stops_as_interrupted(tmp_path, monkeypatch):
+    """Counting what it owes, to say so, reads the file: if that fails too, the
+    interruption is what propagates, and the next writer derives what was owed."""
+    def interrupted():
+        yield from MADE[:9]
+        raise KeyboardInterrupt
+
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    monkeypatch.setattr(underived, "owed_slots", cannot_derive)
+    with pytest.raises(KeyboardInterrupt):
+        memory.ingest_episodes(interrupted(), batch_size=2)
+    assert len(owed_rows(tmp_path / "m.db")) == 5
+    monkeypatch.undo()
+    memory.close()
+    assert_exact(Memory.open(tmp_path / "m.db", FakeClock("2026-02-01T00:00:00Z")))
+    assert owed_rows(tmp_path / "m.db") == []

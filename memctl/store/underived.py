@@ -304,11 +304,11 @@ class Owed:
         unconfigured, Python prints on stderr): after a long backfill into an empty store
         that is every fact, a minute's work at 1M assertions, and a user who sees nothing
         happen presses Ctrl-C again."""
-        if isinstance(sys.exc_info()[1], KeyboardInterrupt) and self._started and (count := len(owed_slots(db))):
-            import logging
+        with suppress(Exception):  # counting them reads the file too, which may be what failed
+            if isinstance(sys.exc_info()[1], KeyboardInterrupt) and self._started and (count := len(owed_slots(db))):
+                import logging
 
-            logging.getLogger("memctl").warning(
-                f"memctl: interrupted; deriving the facts of {count:,} slot(s) the stored batches changed "
-                "(Ctrl-C again leaves that to the next command that writes)")
-        with suppress(Exception):
+                logging.getLogger("memctl").warning(
+                    f"memctl: interrupted; deriving the facts of {count:,} slot(s) the stored batches changed "
+                    "(Ctrl-C again leaves that to the next command that writes)")
             self.derive(db, clock, on_derived)
