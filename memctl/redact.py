@@ -65,6 +65,7 @@ _PLACEHOLDER = re.compile(r"""(?ix)^(?:
     | password|passwd|pass|pwd|secret|token|key|apikey|api_key|test|testing|none|null|nil|undefined
     | true|false|str|string|bytes|int|number|bool|boolean|any|object|required|optional|hidden|masked
     | todo|tbd|n/a|value|foo|bar|baz|qux|foobar|abc|abc123
+    | empty|blank|unset|disabled|enabled|default|random|generated|auto|bearer|basic  # what it is, not the value
     | -?\d{1,7}(?:\.\d+)?                         # a short number: a length, a count, not a secret
     | \#[0-9a-f]{3,8}                              # a colour
     | .*\*\*\*.*                                    # masked: hf_***, :****

@@ -85,6 +85,8 @@ def test_only_the_value_is_replaced(text, expected):
     "api_key: string",
     "password: pw,",
     'the password is "required"',
+    "password: empty",  # what a config line says of it, not the value
+    "Token: Bearer",
     "{ token: tokens[index] }",
     "Pass :meth:`peek` a default value",
     "total_input_tokens=150, total_output_tokens=75,",
