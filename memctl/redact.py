@@ -314,7 +314,7 @@ _PLACES = [
 # A value is quoted, quoted with escaped quotes (JSON inside a string: {\"password\": \"x\"}),
 # or runs to a space, a quote or punctuation that ends it.
 _KEY_WORD = (r"(?P<word>password|passwd|passphrase|pass|pwd|secret_key_base|secret|token|key)"
-             r"(?P<quote>\\?[\"'`]?)(?P<sep>[ \t]*(?:=(?!=)>?|:=)[ \t]*|:(?![:/])[ \t]*)"
+             r"(?P<quote>\\?[\"'`]?)(?P<sep>[ \t]*(?:=(?!=)>?|:=)[ \t]*|[ \t]?:(?![:/])[ \t]*)"
              r"(?P<value>\\\"(?:[^\"\\\n]|\\(?!\"))*\\\"|\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"
              r"|(?:[^\s\"'`,;&|<>(){}\[\]\\]|\\(?![nrt\"]))+)")
 _KEY_BEFORE = re.compile(r"[\w.$\-]{0,60}\Z")
@@ -376,11 +376,12 @@ def _judge_key(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
         # `connect(password=pw)`, `api_key=api_key,`: a variable passed on, named in words
         # (a generated value has digits or both cases; an .env's names are upper case)
         return None
-    if sep.startswith(":") and (sep == ":" or not _LINE_END.match(text, end)):
+    colon = sep.lstrip(" \t").startswith(":")  # "password: x", and "Password : x" as forms are typed
+    if colon and (sep == ":" or not _LINE_END.match(text, end)):
         # `password: str = ...`, `{ token: tokens[i] }`, `passwd:dir`: code; a config line
         # (`password: x`, a header `X-Api-Key: x`) has a space after the colon and ends with its value
         return None
-    if " " in sep and not sep.startswith(":") and _IDENTIFIER.fullmatch(value):
+    if " " in sep and not colon and _IDENTIFIER.fullmatch(value):
         return None  # `password = pw`: a variable (a config's values have digits or symbols)
     # `password: sunshine` ends its line (above): a YAML config's or a chat's value, however plain.
     return start, end, kind

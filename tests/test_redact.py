@@ -61,6 +61,9 @@ def test_each_secret_goes_and_its_name_stays(plant):
     # a plain word is a password where nothing else could stand: a config line's value, or quoted
     ("password: sunshine", "password: [REDACTED:password]"),
     ("login: admin / Password: sunshine", "login: admin / Password: [REDACTED:password]"),
+    # a space before the colon, as forms and some keyboards type it
+    ("Password : Xq7pLm2vRt9w", "Password : [REDACTED:password]"),
+    ("Password : sunshine", "Password : [REDACTED:password]"),
     ("db:\n  password: sunshine\n  host: db1", "db:\n  password: [REDACTED:password]\n  host: db1"),
     ('the password is "sunshine".', 'the password is "[REDACTED:password]".'),
     ("the wifi password is now 'correcthorse'", "the wifi password is now '[REDACTED:password]'"),
@@ -86,6 +89,8 @@ def test_only_the_value_is_replaced(text, expected):
     "password: pw,",
     'the password is "required"',
     "password: empty",  # what a config line says of it, not the value
+    "password : str",
+    "{ password : pw }",
     "Token: Bearer",
     "{ token: tokens[index] }",
     "Pass :meth:`peek` a default value",
