@@ -408,23 +408,26 @@ def recall(
     kind: Annotated[str, typer.Option("--kind", help="all (facts and episodes), fact or episode.")] = "all",
     history: Annotated[bool, typer.Option("--history", help="Every valid time of the matching facts, not one instant.")] = False,
     limit: Annotated[int, typer.Option("--limit", help="At most this many results.")] = 10,
+    full: Annotated[bool, typer.Option("--full", help="Each episode's whole text, not the lines that matched.")] = False,
     embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Find what was said (episodes) and what was extracted (facts), best first.
 
     Facts as true at --as-of, episodes said by then (and within --since/--until), both
-    as memctl knew them at --known-at. Without --as-of, --since or --until, a time the
-    question names ("in March 2024", "mid 2023", "since last month") is the window; with
-    none at all, facts that ended are found too, each under what replaced it. "What did
-    billing use before Postgres" (or "after MySQL") puts first what held next to that
-    value. Stop words alone match nothing.
+    as memctl knew them at --known-at. Without --since or --until, a time the question
+    names ("in March 2024", "two weeks ago", "last spring") is the window, read from
+    --as-of, the asking time (default: now); with no time at all, facts that ended are
+    found too, each under what replaced it. "What did billing use before Postgres" (or
+    "after MySQL") puts first what held next to that value. Episodes show the lines that
+    matched: `memctl show ID` or --full gives the whole text. Stop words alone match nothing.
 
     Example: memctl recall "which database does billing use" --as-of 2024-03-01
     """
     result = _memory(embeddings_model=embeddings_model).recall(
         query, as_of=_instant(as_of, "--as-of"), known_at=_instant(known_at, "--known-at"),
-        since=_instant(since, "--since"), until=_instant(until, "--until"), limit=limit, history=history, kind=kind)
+        since=_instant(since, "--since"), until=_instant(until, "--until"), limit=limit, history=history, kind=kind,
+        full=full)
     if code := recalled(result, _print_json if as_json else _recall_table):
         raise typer.Exit(code)
 
@@ -442,7 +445,8 @@ def _recall_table(result) -> None:
     rows = []
     for r in result.results:
         if r.kind == "episode":
-            rows.append(["said", _marked(Text, _visible(r.snippet)), _day(r.reference_time),
+            rows.append(["said", _visible(r.text) if r.text is not None else _marked(Text, _visible(r.snippet)),
+                         _day(r.reference_time),
                          f"{_source_name(r.source)}:{r.position}", r.episode_id])
         else:
             rows.append(["fact", r.fact, f"{_day(r.valid_at)} → {_day(r.invalid_at)}", r.status, " ".join(r.episodes or [])])

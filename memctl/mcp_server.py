@@ -49,7 +49,8 @@ A local bi-temporal memory of past sessions and of what you save now. recall ans
 questions as of any time (as_of) and as memctl knew it then (known_at). add_memory saves
 one memory: give reference_time when it happened earlier than now; give facts
 (subject, predicate, object, valid_at...) to store exact facts, otherwise they are
-extracted from the text. delete_episode takes one back and re-opens what it had ended."""
+extracted from the text. recall shows the lines of each episode that matched;
+get_episode gives one whole. delete_episode takes one back and re-opens what it had ended."""
 
 Time = Annotated[str | None, Field(description="ISO-8601 date or datetime; a bare date is 00:00 UTC, "
                                                "a datetime without offset is UTC.")]
@@ -129,6 +130,8 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         known_at: Time = None,
         limit: Annotated[int, Field(description="At most this many results.")] = 10,
         history: Annotated[bool, Field(description="Every valid time of the matching facts, not one instant.")] = False,
+        full: Annotated[bool, Field(description="Each episode's whole text, not the lines that matched (long: "
+                                                "prefer get_episode for the one you need).")] = False,
     ) -> dict[str, Any]:
         """Find what was said (episodes) and what was extracted (facts), best first: facts true at as_of,
         episodes said by then, as memctl knew them at known_at. Without as_of, a time the query names ("in
@@ -138,8 +141,20 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         With no time at all, facts true now, and also those that ended, each with its status (current,
         ended, superseded): one that was replaced comes right after what replaced it. "What did billing use
         before Postgres" (or "after MySQL") puts first what held next to the value named, in its timeline.
-        As `memctl recall --json`."""
-        return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history))
+        as_of is when the question is asked: "two weeks ago", "last spring", "in May" are read from it.
+        Episodes come as a snippet of the lines that matched, with their length (chars); get_episode(episode_id)
+        gives one whole. As `memctl recall --json`."""
+        return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history,
+                                             full=full))
+
+    @server.tool(annotations=READ_ONLY)
+    def get_episode(
+        episode_id: Annotated[str, Field(description="The episode's id (ep_…) or a unique prefix of it, as recall "
+                                                     "or list_episodes gave it.")],
+    ) -> dict[str, Any]:
+        """One episode whole: its text (content), where and when it was said, its assertions and the current
+        facts it supports. As `memctl show EPISODE --json`."""
+        return _answer(lambda: memory.show(episode_id))
 
     @server.tool(annotations=DESTRUCTIVE)
     def delete_episode(

@@ -151,15 +151,16 @@ class Memory:
     # --- reading -------------------------------------------------------------------
 
     def recall(self, query: str, *, as_of: str | None = None, known_at: str | None = None, since: str | None = None,
-               until: str | None = None, limit: int = 10, history: bool = False, kind: str = "all") -> RecallResult:
+               until: str | None = None, limit: int = 10, history: bool = False, kind: str = "all",
+               full: bool = False) -> RecallResult:
         """Facts and episodes matching ``query``, best first: facts true at ``as_of`` (default:
         now), episodes said by then and within ``since``/``until``, as known at ``known_at``.
-        ``kind``: all, fact or episode."""
+        ``kind``: all, fact or episode. Episodes come as snippets; ``full``: with their whole text."""
         from memctl import recall as recall_module
 
         with self.connections.reading() as db:
             return recall_module.recall(db, query, now=self.now(), as_of=as_of, known_at=known_at, since=since,
-                                        until=until, limit=limit, history=history, kind=kind,
+                                        until=until, limit=limit, history=history, kind=kind, full=full,
                                         rankers=self._rankers())
 
     def _rankers(self) -> tuple[Ranker, ...]:

@@ -104,16 +104,19 @@ class _EpisodeHitFields(NamedTuple):
     position: int
     format: str
     reference_time: str
-    snippet: str  # the words around what matched, marked **like this**
-    text: str
+    snippet: str  # the lines that matched, under their roles, hits marked **like this** (recall.snippets)
+    chars: int  # the whole text's length: `memctl show ID` (MCP get_episode) gives it, as recall's full does
+    text: str | None = None  # the whole text, when asked for (full)
     score: float = 0.0
     kind: Literal["episode"] = "episode"
 
 
 class EpisodeHit(ReadRecord, _EpisodeHitFields):
-    """An episode recall found: what was said, where and when."""
+    """An episode recall found: what was said, where and when, as a snippet of its text
+    (the whole of it with ``full``)."""
 
     __slots__ = ()
+    _OMITTED_WHEN_NONE = frozenset({"text"})
 
 
 class _RecallResultFields(NamedTuple):

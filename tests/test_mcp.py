@@ -28,14 +28,15 @@ FIXTURE = REPO / "fixtures" / "team.facts.jsonl"
 
 TOOLS = {
     "add_memory": ["content", "reference_time", "source", "facts"],
-    "recall": ["query", "as_of", "known_at", "limit", "history"],
+    "recall": ["query", "as_of", "known_at", "limit", "history", "full"],
+    "get_episode": ["episode_id"],
     "delete_episode": ["episode_id", "purge"],
     "list_episodes": ["source", "since", "until", "limit"],
     "entity_history": ["entity"],
     "list_operations": ["limit"],
     "undo_operation": ["operation_id"],
 }
-READ_ONLY = {"recall", "list_episodes", "entity_history", "list_operations"}
+READ_ONLY = {"recall", "get_episode", "list_episodes", "entity_history", "list_operations"}
 DESTRUCTIVE = {"delete_episode", "undo_operation"}
 
 
@@ -172,6 +173,28 @@ def test_a_plain_text_memory_is_found_by_recall(mcp):
     hits = mcp.ok("recall", query="which VPN does the office use")["results"]
     assert added["episode_id"] in [hit.get("episode_id") for hit in hits if hit["kind"] == "episode"]
     assert mcp.ok("recall", query="office VPN", as_of="2025-04-01")["results"] == []  # not said yet then
+
+
+def test_recall_gives_the_lines_that_matched_and_get_episode_the_whole(mcp):
+    filler = "\n".join(f"Step {n}: rebuilt the image and ran the smoke tests again." for n in range(60))
+    content = f"User: the release pipeline is flaky\n\nAssistant: {filler}\nThe flake was the Zookeeper timeout."
+    added = mcp.ok("add_memory", content=content, source="test://long", reference_time="2025-05-01")
+    [hit] = [hit for hit in mcp.ok("recall", query="zookeeper flake")["results"]
+             if hit.get("episode_id") == added["episode_id"]]
+    assert "text" not in hit and hit["chars"] == len(content) and len(hit["snippet"]) <= 400
+    assert hit["snippet"] == "Assistant: The **flake** was the **Zookeeper** timeout."  # the line, under its role
+    [whole] = [hit for hit in mcp.ok("recall", query="zookeeper flake", full=True)["results"]
+               if hit.get("episode_id") == added["episode_id"]]
+    assert whole["text"] == content
+    shown = mcp.ok("get_episode", episode_id=added["episode_id"][:12])
+    assert (shown["id"], shown["content"]) == (added["episode_id"], content)
+
+
+def test_get_episode_of_an_unknown_or_purged_id_is_a_tool_error(mcp):
+    assert "no episode matches 'ep_0000nothing'" in mcp.error("get_episode", episode_id="ep_0000nothing")
+    added = mcp.ok("add_memory", content="The staging password rotates monthly.", source="test://purged")
+    mcp.ok("delete_episode", episode_id=added["episode_id"], purge=True)
+    assert f"no episode matches {added['episode_id']!r}" in mcp.error("get_episode", episode_id=added["episode_id"])
 
 
 def test_a_memory_over_mcp_keeps_no_secret_and_its_purge_erases_it(mcp):

@@ -42,18 +42,22 @@ def frontend(memory: Memory, tmp_path: Path) -> Memory:
 
 
 def said(result) -> list[str]:
-    return [r.text.split("\n")[0] for r in result.results if r.kind == "episode"]
+    """The first line of each episode's snippet, its marks taken off."""
+    return [r.snippet.split("\n")[0].replace("**", "") for r in result.results if r.kind == "episode"]
 
 
 def test_what_was_said_is_found_when_no_fact_was_extracted(frontend):
     result = frontend.recall("what did we decide about vite")
     assert "User: ok, fine, let's do vite" in said(result)[:3]
     top = frontend.recall("let's do vite").results[0]
-    assert top.kind == "episode" and "**vite**" in top.snippet.lower() and top.text.startswith("User:")
+    assert top.kind == "episode" and "**vite**" in top.snippet.lower() and top.text is None
     assert top.reference_time == "2024-03-01T10:05:00.000000Z" and top.format == "jsonl"
     json = result.to_json()["results"][0]
-    assert {"kind", "episode_id", "source", "position", "format", "reference_time", "snippet", "text",
-            "score"} <= set(json)
+    assert {"kind", "episode_id", "source", "position", "format", "reference_time", "snippet", "chars",
+            "score"} <= set(json) and "text" not in json
+    whole = frontend.recall("let's do vite", full=True).results[0]
+    assert whole.text == "User: ok, fine, let's do vite\n\nAssistant: Done: the dashboard now builds with Vite."
+    assert whole.chars == len(whole.text) == top.chars
 
 
 def test_stop_words_alone_do_not_match(frontend):
@@ -198,7 +202,9 @@ def test_recall_json_and_table_on_the_command_line(cli, tmp_path):
     chat(tmp_path / "c.jsonl", ("2024-03-01T10:00:00Z", "ok, fine, let's do vite", "Done."))
     assert cli("ingest", tmp_path / "c.jsonl", "--extractor", "rules").code == 0
     found = cli("recall", "what did we decide about vite", "--json").json()["results"]
-    assert found[0]["kind"] == "episode" and "vite" in found[0]["text"]
+    assert found[0]["kind"] == "episode" and "**vite**" in found[0]["snippet"] and "text" not in found[0]
+    whole = cli("recall", "what did we decide about vite", "--json", "--full").json()["results"]
+    assert whole[0]["text"] == "User: ok, fine, let's do vite\n\nAssistant: Done."
     assert cli("recall", "vite", "--kind", "fact", "--json").json()["results"] == []
     table = cli("recall", "vite")
     assert table.code == 0 and "let's do" in table.out and "said" in table.out

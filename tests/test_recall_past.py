@@ -24,7 +24,7 @@ def team(memory: Memory) -> Memory:
 
 def answers(result) -> list[tuple[str, str | None]]:
     """(what, status) of each result: a fact's object, or an episode's first words."""
-    return [(r.object, r.status) if r.kind == "fact" else (r.text[:20], None) for r in result.results]
+    return [(r.object, r.status) if r.kind == "fact" else (r.snippet.replace("**", "")[:20], None) for r in result.results]
 
 
 def test_which_database_does_billing_use_is_postgres_with_mysql_under_it(team):

@@ -22,7 +22,7 @@ def team(memory: Memory) -> Memory:
 
 
 def shown(result) -> list[tuple[str, str]]:
-    return [("fact", f"{r.object} {r.status}") if r.kind == "fact" else ("said", r.text[:25]) for r in result.results]
+    return [("fact", f"{r.object} {r.status}") if r.kind == "fact" else ("said", r.snippet[:25]) for r in result.results]
 
 
 def test_what_changed_in_a_year_is_its_changes_latest_first(team):
@@ -77,7 +77,7 @@ def test_each_session_is_listed_once_by_its_first_turn_in_the_window(memory, tmp
     result = memory.recall("what did we work on in March 2025")
     assert result.what_happened
     # b spoke last in March (its April turn is outside), then a; c spoke in February
-    assert [r.text for r in result.results] == ["User: write the release notes", "User: set up the staging cluster"]
+    assert [r.snippet for r in result.results] == ["User: write the release notes", "User: set up the staging cluster"]
 
 
 def test_the_command_line_says_it_lists_what_happened(cli):
@@ -106,4 +106,4 @@ def test_a_session_is_listed_by_a_turn_that_asks_for_something_not_by_a_greeting
     ], IngestOptions())
     result = memory.recall("what happened in March 2025")
     # a greeting says nothing of the session; one made of nothing else is listed by its first turn
-    assert [r.text for r in result.results] == ["User: hello there", "User: move the billing jobs to the new queue"]
+    assert [r.snippet for r in result.results] == ["User: hello there", "User: move the billing jobs to the new queue"]

@@ -125,10 +125,19 @@ def test_an_open_window_read_from_the_question(team):
 
 
 def test_a_window_given_is_the_window_and_the_words_search(team):
-    """--as-of (or --since/--until) is the window; the question's time words are then left to it."""
-    result = team.recall("which database did billing use in March 2024", as_of="2025-01-01", kind="fact")
-    assert result.since is None and result.time_words is None
+    """--since/--until are the window; the question's time words are then left to it."""
+    result = team.recall("which database did billing use in March 2024", since="2024-10-01", until="2025-01-01",
+                         kind="fact")
+    assert result.since == "2024-10-01T00:00:00.000000Z" and result.time_words is None
     assert "Postgres" in objects(result) and "MySQL" not in objects(result)
+
+
+def test_with_as_of_the_time_the_question_names_is_still_its_window(team):
+    """--as-of is when the question is asked, not instead of the time it names."""
+    result = team.recall("which database did billing use in March 2024", as_of="2025-01-01", kind="fact")
+    assert (result.since, result.until, result.time_words) == (
+        "2024-03-01T00:00:00.000000Z", "2024-04-01T00:00:00.000000Z", "March 2024")
+    assert "MySQL" in objects(result) and "Postgres" not in objects(result)
 
 
 def test_the_command_line_says_which_words_the_window_was_read_from(cli):

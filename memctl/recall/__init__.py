@@ -36,7 +36,7 @@ BESIDE_SHOWN = 2
 
 def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, known_at: str | None = None,
            since: str | None = None, until: str | None = None, limit: int = 10, history: bool = False,
-           kind: str = "all", rankers: Sequence[Ranker] = DEFAULT_RANKERS) -> RecallResult:
+           kind: str = "all", full: bool = False, rankers: Sequence[Ranker] = DEFAULT_RANKERS) -> RecallResult:
     """The best facts and episodes for ``query``.
 
     Facts valid at ``as_of`` (every valid time with ``history``; any time in
@@ -45,9 +45,11 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     found: ``fusion.ranked``), episodes said by then
     (and in ``since``/``until``), both as memctl held them at ``known_at``. "What memctl
     believed at K" defaults to what it would have answered then: without ``as_of``, the
-    time is ``known_at``, or else ``now``. Times take any ISO-8601 form. Without
-    ``as_of``, ``since`` or ``until``, a time the question names ("in June 2024", "last
-    year") is its ``since``/``until`` (``recall.when``).
+    time is ``known_at``, or else ``now``: the asking time. Times take any ISO-8601 form.
+    Without ``since`` or ``until``, a time the question names ("in June 2024", "two weeks
+    ago") is its ``since``/``until``, read from the asking time (``recall.when``).
+    Episodes come as snippets of the lines that matched (``recall.snippets``), with their
+    whole text too when ``full``.
     """
     if limit < 1:
         raise BadInput(f"must be at least 1, got {limit}", parameter="limit")
@@ -57,25 +59,29 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
              for name, value in (("as_of", as_of), ("known_at", known_at), ("since", since), ("until", until))}
     if given["since"] and given["until"] and given["since"] >= given["until"]:
         raise BadInput(f"must be before until ({given['until']}), got {given['since']}", parameter="since")
+    # The asking time: every time phrase of the question is read from it, and nothing
+    # said or begun after it is found.
+    effective_as_of = given["as_of"] or given["known_at"] or now
     named = None
-    if not any(given[name] for name in ("as_of", "since", "until")):
-        # Asked without a window, a question that names a time ("in mid 2023") asks about it.
-        named = named_window(query, times.from_storage(now))
+    if not (given["since"] or given["until"]):
+        # A question that names a time ("in mid 2023", "two weeks ago") asks about it.
+        named = named_window(query, times.from_storage(effective_as_of))
         if named is not None:
             given["since"], given["until"] = named.since, named.until
-    effective_as_of = given["as_of"] or given["known_at"] or now
     timed = any(given[name] for name in ("as_of", "since", "until"))
     # Asked with no time, facts that held before and ended are found too, under what
     # replaced them ("who led billing before Sam", "does billing still use Redis?").
+    # A window the question names asks for facts that held at some time in it, not at
+    # the asking time ("what did billing use last spring", asked as of June).
     window = Window(as_of=effective_as_of, known_at=given["known_at"], since=given["since"], until=given["until"],
-                    history=history, as_of_given=given["as_of"] is not None, past=not timed)
+                    history=history, as_of_given=given["as_of"] is not None and named is None, past=not timed)
     # The words a window was read from are the window's: "since 2026" searches for neither word.
     asked = query if named is None else query.replace(named.words, " ", 1)
     parsed = parse(asked if _WORD.search(asked) else query, timed=timed)
     wanted = {"fact", "episode"} if kind == "all" else {kind}
     time_words = named.words if named is not None else None
     if (given["since"] or given["until"]) and parsed.asks_what_happened():
-        return _what_happened(db, query, window, wanted, limit, time_words)
+        return _what_happened(db, query, window, wanted, limit, time_words, full)
     depth = max(DEPTH, 3 * limit)
     rankings, unavailable = [], []
     for ranker in rankers:
@@ -106,7 +112,8 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     best = fusion.ranked(scores, limit, timelines)
     if beside:
         best = fusion.leading([("fact", fact_id) for fact_id in beside], best, limit)
-    episodes = search.episodes_by_id(db, [str(key[1]) for key, _ in best if key[0] == "episode"], parsed.match())
+    episodes = search.episodes_by_id(db, [str(key[1]) for key, _ in best if key[0] == "episode"], parsed.match(),
+                                     full=full)
     results: list[Fact | EpisodeHit] = []
     for (item_kind, item_id), score in best:
         item: Fact | EpisodeHit
@@ -148,13 +155,13 @@ def _beside(db: Queryable, parsed: Query, scores: dict[fusion.Key, float], windo
 
 
 def _what_happened(db: Queryable, query: str, window: Window, wanted: set[str], limit: int,
-                   time_words: str | None) -> RecallResult:
+                   time_words: str | None, full: bool) -> RecallResult:
     """A question such as "what changed last month": the window's changes and sessions,
     latest first (``search.what_happened``), scored as one ranking by time."""
     found = search.what_happened(db, window, wanted, limit)
     facts = search.facts_by_id(db, [int(item_id) for _, item_kind, item_id in found if item_kind == "fact"], window)
     episodes = search.episodes_by_id(db, [str(item_id) for _, item_kind, item_id in found if item_kind == "episode"],
-                                     None)
+                                     None, full=full)
     results: list[Fact | EpisodeHit] = []
     for rank, (_, item_kind, item_id) in enumerate(found, 1):
         score = round(1.0 / (fusion.K + rank), 6)

@@ -10,13 +10,23 @@ extractors read (``memctl.extract.dates``), each taken as the whole stretch it n
 - a year after "in", "during", "throughout" or "around": that year;
 - a capitalised month alone ("in October"): the latest October that has begun;
 - "yesterday"; "last week" (the seven days before today), "last month", "last year"
-  (the calendar ones before this); "N days / weeks / months / years ago".
+  (the calendar ones before this); "N days / weeks / months / years ago";
+- "this week" (from its Monday), "this month", "this year": all of it (recall looks no
+  later than the asking time); "the past two weeks", "the last 3 days", "the past
+  month": back that far from today, open towards the asking time;
+- a weekday ("last Friday", "on Tuesday"): the latest such day before today; "last
+  weekend": the latest Saturday and Sunday before today;
+- a season (northern, by whole months: spring March–May, summer June–August, autumn
+  September–November, winter December–February): "last spring", "in the summer", "this
+  winter" the latest that has begun ("last" one that has ended), "spring 2023" that
+  year's ("winter 2024" the one whose January is in 2024).
 
 The most precise phrase wins; words inside "quotes" are a phrase to search, not a time.
 After "since" or "from" a stretch is where the window starts, after "after" where it
 ends, and before "before" or "until" where the window ends: "what changed since March
 2024" has no end, "who led billing before 2024" no start; a bare year is read there too.
-Pure: the question and the present in, UTC instants out.
+Pure: the question and the asking time (``now``: the present, or ``--as-of``) in, UTC
+instants out.
 """
 
 from __future__ import annotations
@@ -30,7 +40,10 @@ from typing import NamedTuple
 # every phrase read holds a year or one of these words.
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
-_HINTS = frozenset({*_MONTHS, *(month[:3] for month in _MONTHS), "sept", "last", "ago", "yesterday"})
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # the month each begins
+_HINTS = frozenset({*_MONTHS, *(month[:3] for month in _MONTHS), "sept", "last", "ago", "yesterday", "week", "month",
+                    "year", "weeks", "months", "years", "days", "past", "weekend", *_WEEKDAYS, *_SEASONS})
 
 
 class NamedWindow(NamedTuple):
@@ -95,9 +108,19 @@ _BOUND_MONTH = r"\b(?P<bound>[Ss]ince|[Ff]rom|[Aa]fter|[Bb]efore|[Uu]ntil|[Tt]il
 _BOUND = re.compile(r"(?i)\b(?P<bound>since|from|after|before|until|till)\s+(?:the\s+)?\Z")
 # "Today" is not read: "what do we use today" asks about the present, which is the default.
 _YESTERDAY = r"(?i)\byesterday\b"
+_WEEKDAY = r"(?i)\b(?:last|on|this\s+past)\s+(?P<weekday>{})\b".format("|".join(_WEEKDAYS))
+_LAST_WEEKEND = r"(?i)\b(?:last|this\s+past)\s+weekend\b"
+_THIS = r"(?i)\bthis\s+(?P<unit>week|month|year)\b"
+# "The past two weeks", "the last 3 days", "the past month": back from today to the asking time.
+_PAST = r"(?i)\b(?:past|last)\s+(?:(?P<n>\d{{1,3}}|{numbers})\s+(?P<units>day|week|month|year)s|" \
+        r"(?<=past\s)(?P<unit>day|week|month|year))\b"
+# A season needs a word that makes it a time ("last spring", "in the summer", "winter
+# 2024"): "Spring Boot" is a framework.
+_SEASON = r"(?i)\b(?:(?P<rel>last|this|past)\s+|(?P<in>in|during)\s+(?:the\s+)?)?" \
+          r"(?P<season>spring|summer|autumn|fall|winter)\b(?:,?\s+(?:of\s+)?(?P<y>(?:19|20)\d{2})\b)?"
 
 Start = Callable[[re.Match[str]], "datetime | None"]
-End = Callable[[datetime, re.Match[str]], datetime]
+End = Callable[[datetime, re.Match[str]], "datetime | None"]  # None: open towards the asking time
 
 
 def _readings(now: datetime) -> tuple[tuple[re.Pattern[str], Start, End], ...]:
@@ -127,15 +150,57 @@ def _readings(now: datetime) -> tuple[tuple[re.Pattern[str], Start, End], ...]:
     def one_of_its_unit(first: datetime, match: re.Match[str]) -> datetime:  # "3 weeks ago": that week
         return first + units[match["unit"].lower()]
 
+    today = dates.start_of_day(now)
+
+    def weekday(match: re.Match[str]) -> datetime:  # the latest before today ("on Friday", asked on a Friday: a week back)
+        back = (today.weekday() - _WEEKDAYS.index(match["weekday"].lower())) % 7 or 7
+        return today - relativedelta(days=back)
+
+    def last_weekend(_: re.Match[str]) -> datetime:  # its Saturday, at least two days back: its Sunday is over
+        back = (today.weekday() - 5) % 7
+        return today - relativedelta(days=back if back >= 2 else back + 7)
+
+    def this(match: re.Match[str]) -> datetime:
+        unit = match["unit"].lower()
+        if unit == "week":
+            return today - relativedelta(days=today.weekday())
+        return dates.utc_day(now.year, now.month if unit == "month" else 1, 1)
+
+    def past(match: re.Match[str]) -> datetime:
+        count = match["n"]
+        n = 1 if count is None else int(count) if count.isdigit() else dates.NUMBERS[count.lower()]
+        return today - n * units[(match["units"] or match["unit"]).lower()]
+
+    def season(match: re.Match[str]) -> datetime | None:
+        first_month = _SEASONS[match["season"].lower()]
+        if match["y"] is not None:  # "winter 2024": the one whose January is in 2024
+            return dates.utc_day(int(match["y"]) - (first_month == 12), first_month, 1)
+        rel = (match["rel"] or "").lower()
+        if not rel and not match["in"]:
+            return None
+        # "last spring": the latest that has ended; "this spring", "in the spring": the latest begun
+        ended = rel in ("last", "past")
+        for year in range(now.year, now.year - 3, -1):
+            first = dates.utc_day(year, first_month, 1)
+            if first + relativedelta(months=3 if ended else 0) <= now:
+                return first
+        return None
+
     return (
         (dates.EXPLICIT_DAY, day, span(units["day"])),
         (re.compile(_YESTERDAY), lambda _: dates.relative_day("yesterday", now), span(units["day"])),
+        (re.compile(_WEEKDAY), weekday, span(units["day"])),
+        (re.compile(_LAST_WEEKEND), last_weekend, span(relativedelta(days=2))),
         (dates.MONTH_OF_YEAR, dates.month_of_year, span(units["month"])),
         (dates.QUARTER, dates.quarter, span(relativedelta(months=3))),
         (dates.IN_MONTH, latest_month_named, span(units["month"])),
         (re.compile(_BOUND_MONTH.format(month=dates.CAPITALISED_MONTH)), latest_month_named, span(units["month"])),
+        (re.compile(_SEASON), season, span(relativedelta(months=3))),
         (re.compile(_PART_OF_YEAR), part_of_year, span(relativedelta(months=4))),
         (dates.AGO, lambda m: dates.ago(m, now)[0], one_of_its_unit),
+        (re.compile(_PAST.format(numbers="|".join(sorted(dates.NUMBERS, key=len, reverse=True)))), past,
+         lambda *_: None),
         (dates.LAST, lambda m: dates.ago(m, now)[0], one_of_its_unit),
+        (re.compile(_THIS), this, lambda first, match: first + units[match["unit"].lower()]),
         (re.compile(_IN_YEAR), lambda m: dates.utc_day(int(m["y"]), 1, 1), span(units["year"])),
     )

@@ -37,8 +37,8 @@ def fact_window(alias: str, window: Window) -> tuple[str, list]:
     valid_at = None if window.history or window.past or ((window.since or window.until) and not window.as_of_given) \
         else window.as_of
     condition, params = time_window(alias, known_at=window.known_at, as_of=valid_at)
-    if window.past and not window.history:
-        condition += f" AND {alias}.valid_at <= ?"  # begun by then: what was true, or is
+    if not window.history and (window.past or valid_at is None):
+        condition += f" AND {alias}.valid_at <= ?"  # begun by the asking time: what was true, or is
         params.append(window.as_of)
     if not window.history and window.until is not None:
         condition += f" AND {alias}.valid_at < ?"
@@ -301,11 +301,12 @@ def what_happened(db: Queryable, window: Window, kinds: set[str], limit: int) ->
     found: list[tuple[str, str, int | str]] = []
     if "fact" in kinds:
         held, params = time_window("f", known_at=window.known_at)
-        bounds = [bound for bound in (window.since, window.until) if bound is not None]
+        # Nothing after the asking time: "what changed this year", asked as of May, ends in May.
+        bounds = [bound for bound in (window.since, window.until) if bound is not None] + [window.as_of]
 
         def inside(column: str) -> str:
             return " AND ".join([f"{column} >= ?"] * (window.since is not None)
-                                + [f"{column} < ?"] * (window.until is not None))
+                                + [f"{column} < ?"] * (window.until is not None) + [f"{column} <= ?"])
 
         found += [(at, "fact", fact_id) for fact_id, at in db.execute(
             f"""SELECT f.id, CASE WHEN {inside('f.invalid_at')} THEN f.invalid_at ELSE f.valid_at END AS at
@@ -346,30 +347,31 @@ def fact_timelines(db: Queryable, fact_ids: list[int]) -> dict[int, tuple]:
     return found
 
 
-SNIPPET_WORDS = 24
+def episodes_by_id(db: Queryable, episode_ids: list[str], match: str | None, *, full: bool = False) -> dict[str, EpisodeHit]:
+    """The episodes, each with a snippet of the lines holding the words ``match`` found in
+    it (``recall.snippets``), or of its opening when they are not in its text (or no
+    ``match``); with ``full``, its whole text too."""
+    from memctl.recall.snippets import HIT_END, HIT_START, snippet
 
-
-def episodes_by_id(db: Queryable, episode_ids: list[str], match: str | None) -> dict[str, EpisodeHit]:
-    """The episodes, each with a snippet around the words ``match`` found in it (marked
-    ``**like this**``), or its opening when they are not in its text (or no ``match``)."""
+    texts: dict[str, str] = {}
     found: dict[str, EpisodeHit] = {}
     for chunk, marks in in_chunks(episode_ids):
         for r in db.execute(f"SELECT id, source, position, format, reference_time, content FROM episodes "
                             f"WHERE id IN ({marks})", chunk):
+            texts[r[0]] = r[5]
             found[r[0]] = EpisodeHit(episode_id=r[0], source=r[1], position=r[2], format=r[3], reference_time=r[4],
-                                     snippet=_opening(r[5]), text=r[5])
+                                     snippet="", chars=len(r[5]), text=r[5] if full else None)
+    marked: dict[str, str] = {}
     for chunk, marks in in_chunks(list(found) if match is not None else []):
-        for episode_id, snippet in db.execute(
-            f"""SELECT e.id, snippet(episodes_fts, 0, '**', '**', '…', {SNIPPET_WORDS})
+        marked.update(db.execute(
+            f"""SELECT e.id, highlight(episodes_fts, 0, ?, ?)
                 FROM episodes_fts JOIN episodes e ON e.text_id = episodes_fts.rowid
-                WHERE episodes_fts MATCH ? AND e.id IN ({marks})""", [match, *chunk]):
-            found[episode_id] = found[episode_id]._replace(snippet=snippet)
-    return found
-
-
-def _opening(text: str) -> str:
-    words = text.split()
-    return " ".join(words[:SNIPPET_WORDS]) + ("…" if len(words) > SNIPPET_WORDS else "")
+                WHERE episodes_fts MATCH ? AND e.id IN ({marks})""", [HIT_START, HIT_END, match, *chunk]).fetchall())
+    for episode_id, text in texts.items():
+        if HIT_START in text or HIT_END in text:  # a text that holds the marks itself: its opening, unmarked
+            marked[episode_id] = text.replace(HIT_START, "").replace(HIT_END, "")
+    return {episode_id: hit._replace(snippet=snippet(marked.get(episode_id, texts[episode_id])))
+            for episode_id, hit in found.items()}
 
 
 def facts_listed(db: Queryable, window: Window, *, subject_key: str | None, predicate_key: str | None,
