@@ -22,6 +22,7 @@ command imports it.
 from __future__ import annotations
 
 import hmac
+import json
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
@@ -31,7 +32,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from memctl.errors import BadInput, MemctlError
@@ -56,18 +57,25 @@ Time = Annotated[str | None, Field(description="ISO-8601 date or datetime; a bar
                                                "a datetime without offset is UTC.")]
 
 
-def _answer(call: Callable[[], Answer]) -> dict[str, Any]:
+def _reply(data: dict[str, Any]) -> CallToolResult:
+    """``data`` as the tool's structured result, and as its text in compact JSON: the text
+    is what most clients hand the model, and the SDK's own indents it, an eighth more to read."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _answer(call: Callable[[], Answer]) -> CallToolResult:
     """The result's JSON, or a tool error saying what is wrong."""
     try:
-        return call().to_json()
+        return _reply(call().to_json())
     except MemctlError as error:
         raise ToolError(str(error)) from None
 
 
-def _listed(key: str, call: Callable[[], Sequence[Answer]]) -> dict[str, Any]:
+def _listed(key: str, call: Callable[[], Sequence[Answer]]) -> CallToolResult:
     """The results' JSON, a list under ``key``, or a tool error saying what is wrong."""
     try:
-        return {key: [item.to_json() for item in call()]}
+        return _reply({key: [item.to_json() for item in call()]})
     except MemctlError as error:
         raise ToolError(str(error)) from None
 
@@ -115,7 +123,7 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
             "Exact facts, stored as given with nothing inferred: objects with subject, predicate, object, and "
             "optionally fact (a sentence), valid_at, invalid_at (ISO-8601), cardinality (one|many), retracted "
             "(true: it stopped holding at invalid_at)."))] = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Save one memory as an episode. Without reference_time it is dated now (reference_time_source
         "call"); give reference_time for something said or done earlier. Returns the episode's id and
         time, the assertions stored, and the facts it added or ended (added, changed, removed, reopened).
@@ -132,7 +140,7 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         history: Annotated[bool, Field(description="Every valid time of the matching facts, not one instant.")] = False,
         full: Annotated[bool, Field(description="Each episode's whole text, not the lines that matched (long: "
                                                 "prefer get_episode for the one you need).")] = False,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Find what was said (episodes) and what was extracted (facts), best first: facts true at as_of,
         episodes said by then, as memctl knew them at known_at. Without as_of, a time the query names ("in
         March 2024", "mid 2023", "since last month") is the window: facts true at some time in it, episodes
@@ -142,8 +150,9 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         ended, superseded): one that was replaced comes right after what replaced it. "What did billing use
         before Postgres" (or "after MySQL") puts first what held next to the value named, in its timeline.
         as_of is when the question is asked: "two weeks ago", "last spring", "in May" are read from it.
-        Episodes come as a snippet of the lines that matched, with their length (chars); get_episode(episode_id)
-        gives one whole. As `memctl recall --json`."""
+        Episodes come as a snippet of the lines that matched (hits **marked**), with their length (chars) and
+        their session: its place in "sessions", which gives the session's source file;
+        get_episode(episode_id) gives one whole. As `memctl recall --json`."""
         return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history,
                                              full=full))
 
@@ -151,7 +160,7 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
     def get_episode(
         episode_id: Annotated[str, Field(description="The episode's id (ep_…) or a unique prefix of it, as recall "
                                                      "or list_episodes gave it.")],
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """One episode whole: its text (content), where and when it was said, its assertions and the current
         facts it supports. As `memctl show EPISODE --json`."""
         return _answer(lambda: memory.show(episode_id))
@@ -161,7 +170,7 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         episode_id: Annotated[str, Field(description="The episode's id (ep_…) or a unique prefix of it.")],
         purge: Annotated[bool, Field(description="Erase its content for good (a secret), not only take it out; "
                                                  "a purge cannot be undone.")] = False,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Take one episode back out, as if it had never been stored: its facts go, and facts it had ended
         are re-opened. Returns the plan that was applied (removed, reopened, changed, added, operation_id);
         undo_operation(operation_id) puts it back unless purged. As `memctl undo EPISODE --apply --json`."""
@@ -174,21 +183,21 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         since: Time = None,
         until: Time = None,
         limit: Annotated[int, Field(description="At most this many.")] = 50,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Episodes in time order, said in [since, until): {"episodes": [...]}, each as `memctl episodes --json`."""
         return _listed("episodes", lambda: memory.episodes(source=source, since=since, until=until, limit=limit))
 
     @server.tool(annotations=READ_ONLY)
     def entity_history(
         entity: Annotated[str, Field(description="The entity's name (case and punctuation do not matter).")],
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Every slot (predicate) of an entity with its facts over time. As `memctl history ENTITY --json`."""
         return _answer(lambda: memory.history(entity))
 
     @server.tool(annotations=READ_ONLY)
     def list_operations(
         limit: Annotated[int, Field(description="Only the last this many.")] = 50,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """The journal of ingests, memories added, undos, retries and repairs, oldest first:
         {"operations": [...]}, each as `memctl operations --json`."""
         return _listed("operations", lambda: memory.operations(limit=limit))
@@ -196,7 +205,7 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
     @server.tool(annotations=DESTRUCTIVE)
     def undo_operation(
         operation_id: Annotated[str, Field(description="The operation's id (op_…) or a unique prefix of it.")],
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Reverse one operation: an ingest or add_memory (its episodes go), or a repair, retry or undo
         (what it changed comes back). Returns the plan that was applied. As `memctl undo OPERATION --apply --json`."""
         return _answer(lambda: memory.undo([_id_of("operation", "op_", operation_id, "delete_episode")], apply=True))

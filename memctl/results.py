@@ -134,8 +134,28 @@ class _RecallResultFields(NamedTuple):
 
 
 class RecallResult(ReadRecord, _RecallResultFields):
+    """What recall found. As JSON, each episode names its session (its ``source``) by its
+    place in ``sessions``: ten turns of one long session repeated its path ten times, a
+    fifth of what an agent read per recall. Its ``format`` and ``position`` are left to
+    `memctl show`, and its ``score`` to the library: the order says the rank."""
+
     __slots__ = ()
     _OMITTED_WHEN_NONE = frozenset({"unavailable", "since", "until", "time_words", "what_happened"})
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        sessions: dict[str, int] = {}
+        for n, item in enumerate(data["results"]):
+            if item["kind"] == "episode":
+                kind, episode_id = item.pop("kind"), item.pop("episode_id")
+                # The session's format, the turn's place in it and the fusion score are for
+                # the library and the table; an agent reads the order (and `memctl show`).
+                for field in ("format", "position", "score"):
+                    item.pop(field, None)
+                session = sessions.setdefault(item.pop("source"), len(sessions))
+                data["results"][n] = {"kind": kind, "episode_id": episode_id, "session": session, **item}
+        data["sessions"] = [{"source": source} for source in sessions]
+        return data
 
 
 class _SlotFields(NamedTuple):

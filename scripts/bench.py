@@ -4,7 +4,8 @@
     python scripts/bench.py --parse [--parse-mb 200]     # parsing only: MB/s, peak memory, redaction's share
     python scripts/bench.py --extract [--extract-quality-episodes 400]  # the LLM path against a local fake server
     python scripts/bench.py --repair                     # repair over 1M assertions, 100k damaged
-    python scripts/bench.py --retrieval [--speed-n 100000]  # recall@10 vs bare FTS5, and recall speed
+    python scripts/bench.py --retrieval [--speed-n 100000]  # recall@10 vs bare FTS5, MCP reply size, recall speed
+    python scripts/bench.py --retrieval --typed-only [--typed-histories 4] [--typed-sessions 60]  # by question type
     python scripts/bench.py --vectors [--vector-episodes 50000] [--dimensions 256]  # needs memctl[embeddings]
     python scripts/bench.py --mcp [--assertions 100000] [--mcp-calls 200]  # `memctl mcp` round trips; needs memctl[mcp]
     python scripts/bench.py --rules [--rules-sessions 240] [--rules-log-mb 20]  # rules extractor: precision, speed
@@ -540,6 +541,10 @@ def retrieval_benchmark(args: argparse.Namespace) -> dict:
     from retrieval import corpus, evaluate
 
     result: dict = {"recall_hybrid": evaluate.hybrid()}
+    if args.typed_only:
+        if args.typed_histories:
+            result["typed"] = typed_retrieval(args)
+        return result
     with tempfile.TemporaryDirectory(prefix="memctl-retrieval-") as tmp:
         generated = Path(tmp) / "corpus"
         log(f"writing the generated corpus: {args.corpus_sessions} sessions, seed {args.seed}")
@@ -554,10 +559,201 @@ def retrieval_benchmark(args: argparse.Namespace) -> dict:
             result[name] = retrieval_quality(name, Path(tmp) / f"{name}.db", root, paths, questions,
                                              args.embeddings_model)
             result[f"{name}_recall_ratio"] = result[name]["recall_ratio"]
+    from retrieval import payload
+
+    log("payload: the MCP recall reply for 20 real-log questions, over stdio")
+    result["mcp_payload"] = payload.mcp_payload(args.realdata, [q.text for q in evaluate.load_questions(QUESTIONS)][:20])
+    if args.typed_histories:
+        result["typed"] = typed_retrieval(args)
     if args.speed_n:
         result["speed"] = speed_benchmark(args.speed_n, args.process_runs, args.seed)
     result["retrieval_targets"] = RETRIEVAL_TARGETS
     return result
+
+
+TYPED_KS = (5, 10)
+# Rankings that are no single ranker of memctl's: the fused ones, and the bare baselines.
+FUSED, BARE_SESSION, BARE_TURN = "memctl", "bare_session_bm25", "bare_turn_fts"
+WITH_VECTORS = "memctl_with_vectors"
+
+
+def typed_retrieval(args: argparse.Namespace) -> dict:
+    """The question-type benchmark (scripts/retrieval/typed.py, in the style of
+    LongMemEval): per type of question, the share of its evidence sessions among the
+    sessions the top 5 and 10 results retrieve, for memctl's fused recall, each ranker it
+    fuses alone, bare BM25 over whole sessions and bare FTS5 over turns; and whether
+    the fused recall is at least as good as each of those single rankings."""
+    from retrieval import typed
+
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="memctl-typed-") as tmp:
+        root = Path(tmp) / "histories"
+        log(f"typed: writing {args.typed_histories} histories of {args.typed_sessions} sessions, seed {args.seed}")
+        questions = typed.write_histories(root, args.seed, args.typed_histories, args.typed_sessions)
+        scored: list[tuple[dict, dict]] = []
+        episodes = 0
+        for name in dict.fromkeys(q["history"] for q in questions):
+            asked = [q for q in questions if q["history"] == name]
+            history_scores, stored = typed_history(root / name, Path(tmp) / f"{name}.db", asked, args.embeddings_model)
+            scored += zip(asked, history_scores)
+            episodes += stored
+    rankings = list(scored[0][1]) if scored else []
+    by_type = {kind: typed_summary([s for q, s in scored if q["type"] == kind], rankings) for kind in typed.TYPES}
+    overall = typed_summary([s for _, s in scored], rankings)
+    failures, with_vectors_failures = [], []
+    singles = [name for name in rankings if name not in (FUSED, WITH_VECTORS, BARE_TURN)]
+    for kind, summary in [*by_type.items(), ("overall", overall)]:
+        # memctl offline against the rankers it fuses offline; with vectors, against every one.
+        failures += fused_failures(kind, summary, FUSED, [r for r in singles if r != "vectors"])
+        summary["fused_ge_every_ranker"] = not any(f[0] == kind for f in failures)
+        if WITH_VECTORS in rankings:
+            with_vectors_failures += fused_failures(kind, summary, WITH_VECTORS, singles)
+            summary["fused_with_vectors_ge_every_ranker"] = not any(f[0] == kind for f in with_vectors_failures)
+    result = {"histories": args.typed_histories, "sessions_per_history": args.typed_sessions,
+              "questions": len(questions), "episodes": episodes, "rankings": rankings, "by_type": by_type,
+              "overall": overall, "by_kind": typed_by_kind(scored, rankings),
+              "fused_ge_every_ranker": not failures, "fused_ge_every_ranker_failures": failures}
+    if WITH_VECTORS in rankings:
+        result.update(embeddings_model=args.embeddings_model, fused_with_vectors_ge_every_ranker=not with_vectors_failures,
+                      fused_with_vectors_failures=with_vectors_failures)
+    result["seconds"] = round(time.perf_counter() - began, 1)
+    log_typed_table(result)
+    return result
+
+
+def typed_history(root: Path, db_path: Path, questions: list[dict],
+                  embeddings_model: str | None) -> tuple[list[dict], int]:
+    """Each question's scores in one history's store: {ranking: (session recall@5,
+    session recall@10, turn recall@10 or None)}; and how many episodes it stored."""
+    from retrieval import evaluate
+
+    import memctl.recall
+
+    # No model named: none from MEMCTL_EMBEDDINGS_MODEL either, so no vectors are made.
+    memory = Memory.open(db_path, embeddings_model=embeddings_model or "")
+    log(f"typed: ingesting {root.name}" + (f", with vectors from {embeddings_model}" if embeddings_model else ""))
+    evaluate.ingest(memory, [root])
+    resolved = root.resolve()
+    places = {episode_id: (Path(source).relative_to(resolved).as_posix(), position)
+              for episode_id, source, position in memory.db.execute("SELECT id, source, position FROM episodes")}
+    offline = Memory(memory.connections, memory.clock, embeddings_model="")
+    rankers = {r.name: r for m in (offline, memory) for r in m._rankers()}  # vectors last, when a model is named
+
+    def found(results) -> list[list[tuple[str, int]]]:
+        """Each result as the turns it retrieves: an episode itself, a fact those supporting it."""
+        return [[places[r.episode_id]] if getattr(r, "kind", "fact") == "episode"
+                else [places[e] for e in r.episodes or [] if e in places] for r in results]
+
+    def single(ranker):
+        def search(question: dict):
+            with memory.connections.reading() as db:
+                return found(memctl.recall.recall(db, question["question"], now=memory.now(), as_of=question["as_of"],
+                                                  limit=evaluate.LIMIT, rankers=(ranker,)).results)
+        return search
+
+    searches = {FUSED: lambda q: found(offline.recall(q["question"], as_of=q["as_of"], limit=evaluate.LIMIT).results)}
+    if embeddings_model:
+        searches[WITH_VECTORS] = lambda q: found(memory.recall(q["question"], as_of=q["as_of"],
+                                                               limit=evaluate.LIMIT).results)
+    searches.update({name: single(ranker) for name, ranker in rankers.items()})
+    sessions = SessionBaseline(memory, resolved)
+    turns = evaluate.Baseline(evaluate.stored_texts(memory))
+    searches[BARE_SESSION] = sessions.search
+    searches[BARE_TURN] = lambda q: [[places[episode_id] for episode_id in hit]
+                                     for hit in turns.search(evaluate.Question(q["question"], []))]
+    log(f"typed: {root.name}: {len(questions)} questions, {len(searches)} rankings")
+    scores = []
+    for question in questions:
+        evidence = set(question["evidence"])
+        evidence_turns = {tuple(turn) for turn in question["evidence_turns"]}
+        scores.append({name: typed_score(search(question), evidence, evidence_turns, turn_level=name != BARE_SESSION)
+                       for name, search in searches.items()})
+    stored = memory.stats().episodes
+    sessions.close()
+    turns.close()
+    memory.close()
+    return scores, stored
+
+
+class SessionBaseline:
+    """Bare BM25 over whole sessions: one FTS5 row (default tokenizer) per session, all its
+    stored turns; the question's words quoted and OR'ed; no notion of time. A result is a
+    session (its path relative to ``root``), given as one turn of it at position None."""
+
+    def __init__(self, memory: Memory, root: Path):
+        from retrieval import evaluate
+
+        self.match = evaluate.match_expression
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE sessions USING fts5(source UNINDEXED, content)")
+        rows = memory.db.execute("SELECT source, group_concat(content, char(10)) FROM episodes "
+                                 "WHERE status = 'active' GROUP BY source").fetchall()
+        self.db.executemany("INSERT INTO sessions (source, content) VALUES (?, ?)",
+                            [(Path(source).relative_to(root).as_posix(), content) for source, content in rows])
+
+    def search(self, question: dict) -> list[list[tuple[str, None]]]:
+        rows = self.db.execute("SELECT source FROM sessions WHERE sessions MATCH ? ORDER BY bm25(sessions) LIMIT 10",
+                               [self.match(question["question"])])
+        return [[(source, None)] for source, in rows]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def typed_score(ranking: list[list[tuple[str, int | None]]], evidence: set[str], evidence_turns: set[tuple],
+                turn_level: bool = True) -> tuple[float, float, float | None]:
+    """(session recall@5, session recall@10, turn recall@10): the share of the evidence
+    among what the top results retrieve."""
+    def sessions(k: int) -> set[str]:
+        return {path for result in ranking[:k] for path, _ in result}
+
+    at_5, at_10 = (len(evidence & sessions(k)) / len(evidence) for k in TYPED_KS)
+    turns = {turn for result in ranking[:10] for turn in result}
+    return at_5, at_10, len(evidence_turns & turns) / len(evidence_turns) if turn_level else None
+
+
+def typed_summary(scores: list[dict], rankings: list[str]) -> dict:
+    """Means over the questions: recall@5, recall@10 and turn recall@10 of each ranking."""
+    def mean(values: list) -> float | None:
+        present = [v for v in values if v is not None]
+        return round(statistics.fmean(present), 4) if present else None
+
+    summary: dict = {"questions": len(scores)}
+    for index, key in enumerate(("recall_at_5", "recall_at_10", "turn_recall_at_10")):
+        summary[key] = {name: mean([s[name][index] for s in scores]) if scores else None for name in rankings}
+    return summary
+
+
+def fused_failures(kind: str, summary: dict, fused: str, others: list[str]) -> list[list]:
+    """[kind, ranking, k] wherever ``fused``'s recall@k is below a single ranking's."""
+    return [[kind, other, k] for other in others for k in TYPED_KS
+            if summary["questions"] and summary[f"recall_at_{k}"][fused] < summary[f"recall_at_{k}"][other]]
+
+
+def typed_by_kind(scored: list[tuple[dict, dict]], rankings: list[str]) -> dict:
+    """recall@10 of each ranking by the kind of question within each type ("temporal-reasoning/relative")."""
+    kinds = sorted({f"{q['type']}/{q['kind']}" for q, _ in scored})
+    table = {}
+    for kind in kinds:
+        scores = [s for q, s in scored if f"{q['type']}/{q['kind']}" == kind]
+        table[kind] = {"questions": len(scores), **{name: round(statistics.fmean(s[name][1] for s in scores), 3)
+                                                    for name in rankings}}
+    return table
+
+
+def log_typed_table(result: dict) -> None:
+    """recall@5/@10 by type and ranking, for a human on stderr."""
+    rankings = result["rankings"]
+    width = max(map(len, rankings)) + 2
+    log(f"typed: {result['questions']} questions, {result['episodes']} episodes, {result['seconds']} s; "
+        "session recall@5/@10")
+    log(" " * 20 + "".join(name.rjust(max(width, 12)) for name in rankings))
+    for kind, summary in [*result["by_type"].items(), ("overall", result["overall"])]:
+        cells = "".join(f"{summary['recall_at_5'][n]:.2f}/{summary['recall_at_10'][n]:.2f}".rjust(max(width, 12))
+                        for n in rankings)
+        log(f"{kind} ({summary['questions']})".ljust(20) + cells)
+    if result["fused_ge_every_ranker_failures"]:
+        log(f"typed: memctl below a single ranking: {result['fused_ge_every_ranker_failures']}")
 
 
 RULES_TARGETS = {"precision_min": 0.9, "correct_vs_main_min": 3}
@@ -1405,6 +1601,11 @@ def main() -> None:
     parser.add_argument("--realdata", type=Path, default=REALDATA,
                         help="the real logs the labelled questions and facts are about")
     parser.add_argument("--corpus-sessions", type=int, default=320, help="sessions in the generated corpus")
+    parser.add_argument("--typed-histories", type=int, default=4,
+                        help="with --retrieval: histories of the question-type benchmark (0: skip it)")
+    parser.add_argument("--typed-sessions", type=int, default=60, help="sessions in each of those histories")
+    parser.add_argument("--typed-only", action="store_true",
+                        help="only the question-type benchmark of --retrieval (no real logs, no speed)")
     parser.add_argument("--speed-n", type=int, default=100_000,
                         help="retrieval speed at this many assertions plus as many text episodes (0: skip)")
     parser.add_argument("--process-runs", type=int, default=10, help="runs of each whole process timed")
@@ -1456,7 +1657,7 @@ def main() -> None:
     if args.repair:
         print(json.dumps(repair_benchmark(args.repair_assertions, args.repair_assertions // 10)))
         return
-    if args.retrieval:
+    if args.retrieval or args.typed_only:
         print(json.dumps(retrieval_benchmark(args)))
         return
     if args.vectors:

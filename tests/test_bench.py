@@ -70,8 +70,11 @@ def test_the_backfill_table_has_every_row_of_issue_15_with_floor_and_ratio():
 
 @needs_realdata
 def test_retrieval_mode_runs_on_the_real_logs(realdata):
-    figures = run_bench("--retrieval", "--realdata", str(realdata), "--corpus-sessions", "24", "--speed-n", "0")
+    figures = run_bench("--retrieval", "--realdata", str(realdata), "--corpus-sessions", "24", "--speed-n", "0",
+                        "--typed-histories", "1", "--typed-sessions", "12")
     assert figures["realdata_recall_ratio"] is not None
+    payload = figures["mcp_payload"]
+    assert payload["payload_questions"] == 20 and 0 < payload["payload_snippets_median_kb"] < payload["payload_full_median_kb"]
 
 
 def test_each_command_says_what_starting_it_costs():

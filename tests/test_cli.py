@@ -82,8 +82,9 @@ def test_known_at_answers_what_was_believed_before_a_later_ingest(cli, tmp_path)
 def test_recall_json_shape_and_status(cli):
     assert cli("ingest", FIXTURE).code == 0
     result = cli("recall", "--kind", "fact", "which database does billing use", "--as-of", "2024-03-01", "--json").json()
-    assert set(result) == {"query", "as_of", "known_at", "results"}
+    assert set(result) == {"query", "as_of", "known_at", "results", "sessions"}
     assert result["as_of"] == "2024-03-01T00:00:00.000000Z" and result["known_at"] is None
+    assert result["sessions"] == []  # facts only: no episode names a session
     top = result["results"][0]
     for key in ("fact_id", "fact", "subject", "predicate", "object", "valid_at", "invalid_at", "created_at",
                 "expired_at", "status", "score", "episodes"):

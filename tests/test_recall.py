@@ -53,8 +53,9 @@ def test_what_was_said_is_found_when_no_fact_was_extracted(frontend):
     assert top.kind == "episode" and "**vite**" in top.snippet.lower() and top.text is None
     assert top.reference_time == "2024-03-01T10:05:00.000000Z" and top.format == "jsonl"
     json = result.to_json()["results"][0]
-    assert {"kind", "episode_id", "source", "position", "format", "reference_time", "snippet", "chars",
-            "score"} <= set(json) and "text" not in json
+    # as JSON, the episode names its session by its place in "sessions"; the rank is the order
+    assert list(json) == ["kind", "episode_id", "session", "reference_time", "snippet", "chars"]
+    assert result.to_json()["sessions"][json["session"]] == {"source": top.source}
     whole = frontend.recall("let's do vite", full=True).results[0]
     assert whole.text == "User: ok, fine, let's do vite\n\nAssistant: Done: the dashboard now builds with Vite."
     assert whole.chars == len(whole.text) == top.chars

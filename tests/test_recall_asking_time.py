@@ -115,4 +115,4 @@ def test_the_command_line_reads_the_phrase_from_as_of(cli, tmp_path):
     data = cli("recall", "what did I do two weeks ago", "--as-of", "2023-05-27", "--json").json()
     assert (data["since"], data["until"], data["time_words"]) == (
         "2023-05-13T00:00:00.000000Z", "2023-05-20T00:00:00.000000Z", "two weeks ago")
-    assert [r["source"] for r in data["results"]] == ["chat://hiking"]
+    assert [data["sessions"][r["session"]]["source"] for r in data["results"]] == ["chat://hiking"]

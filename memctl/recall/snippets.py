@@ -4,10 +4,12 @@ An episode is a whole turn, often pages of it (a pasted log, a diff, the assista
 long reply); an agent asking ten questions cannot take ten transcripts each time. A
 snippet is the lines holding the words the question matched, those with the most
 different words first, then the line after each while there is room (the answer to a
-question is often the next line), each under the role that said it ("User: ",
+question is often the next line) — the rest of a recall's episodes get their best line
+alone —, each under the role that said it ("User: ",
 "Assistant: ") and cut around its first hit when long, in their order in the turn, up to about
 ``SNIPPET_CHARS``. Hits come marked by the text index (``HIT_START``/``HIT_END``, FTS5's
-``highlight``: stemmed as the search was) and leave here marked ``**like this**``.
+``highlight``: stemmed as the search was) and leave here marked ``**like this**``; the
+text's own markdown bold is taken out, so that every mark is a hit.
 
 Pure: a marked text in, a snippet out.
 """
@@ -18,12 +20,23 @@ import re
 
 from memctl.results import REPLY_PREFIX, USER_PREFIX
 
-SNIPPET_CHARS = 300
+# The best few episodes of a recall show about three lines each, the rest about one: ten
+# results are then a few KB, what an agent can read at every question (issue 28's target:
+# a median reply of 4 KB for 10 results; each shown at 300 characters made 6 KB).
+SNIPPET_CHARS = 280
+DETAILED = 3
+BRIEF_CHARS = 80
+
+
+def room_at(rank: int) -> int:
+    """The room for the snippet of the episode at ``rank`` (0: the best) in a recall."""
+    return SNIPPET_CHARS if rank < DETAILED else BRIEF_CHARS
 # Control characters no stored text holds (sources take them out): the index's marks.
 HIT_START, HIT_END = "\x02", "\x03"
 _HIT = re.compile(f"{HIT_START}(.*?){HIT_END}", re.S)
 _SPACE = re.compile(r"\s+")
 ELLIPSIS = "…"
+MARK = "**"  # around each hit in a snippet
 # Of a long line, this share of the room goes before its first hit.
 _LEAD = 1 / 4
 
@@ -31,7 +44,8 @@ _LEAD = 1 / 4
 def snippet(marked: str, room: int = SNIPPET_CHARS) -> str:
     """The best lines of ``marked`` (a text with its hits between HIT_START and HIT_END),
     with their roles, in about ``room`` characters; its opening if nothing is marked."""
-    lines = _lines(marked)
+    # The text's own markdown bold would read as hits: the snippet is plain text.
+    lines = _lines(marked.replace(MARK, ""))
     hits = [(index, {word.lower() for word in _HIT.findall(line)}) for index, (_, line) in enumerate(lines)]
     hits = [(index, words) for index, words in hits if words]
     if not hits:  # its opening
@@ -45,8 +59,9 @@ def snippet(marked: str, room: int = SNIPPET_CHARS) -> str:
     chosen: list[int] = []
     shown_words: set[str] = set()
     used = 0
+    brief = room <= BRIEF_CHARS  # one line: the best
     for index, words in sorted(hits, key=lambda item: (-len(item[1]), item[0])):
-        if used >= room:
+        if used >= room or (brief and chosen):
             break
         if chosen and words <= shown_words:
             continue
@@ -55,7 +70,7 @@ def snippet(marked: str, room: int = SNIPPET_CHARS) -> str:
         used += min(len(_HIT.sub(r"\1", lines[index][1])), room - used)
     # Room left: the line after each, as far as it goes (a question's answer is often the next line).
     for index in sorted(chosen):
-        if used >= room * 3 // 4:
+        if used >= room * 3 // 4 or brief:
             break
         if index + 1 < len(lines) and index + 1 not in chosen:
             chosen.append(index + 1)
@@ -101,10 +116,12 @@ def _shown(chosen: list[tuple[int, str, str]], room: int) -> str:
         share = max(left // (len(chosen) - position), 40)
         text, length = _cut(line, share)
         left -= length
-        gap = ELLIPSIS if last_index >= 0 and index != last_index + 1 else ""
+        gap = ELLIPSIS if last_index >= 0 and index != last_index + 1 and not text.startswith(ELLIPSIS) else ""
         pieces.append(("\n" if pieces else "") + gap + (role if role != last_role else "") + text)
         last_index, last_role = index, role
-    return "".join(pieces).replace(HIT_START, "**").replace(HIT_END, "**")
+    # Hits next to each other are one marked phrase: "**dev server**", not "**dev** **server**".
+    joined = re.sub(f"{HIT_END}([\\s-]+){HIT_START}", r"\1", "".join(pieces))
+    return joined.replace(HIT_START, MARK).replace(HIT_END, MARK)
 
 
 def _cut(line: str, room: int) -> tuple[str, int]:

@@ -350,8 +350,9 @@ def fact_timelines(db: Queryable, fact_ids: list[int]) -> dict[int, tuple]:
 def episodes_by_id(db: Queryable, episode_ids: list[str], match: str | None, *, full: bool = False) -> dict[str, EpisodeHit]:
     """The episodes, each with a snippet of the lines holding the words ``match`` found in
     it (``recall.snippets``), or of its opening when they are not in its text (or no
-    ``match``); with ``full``, its whole text too."""
-    from memctl.recall.snippets import HIT_END, HIT_START, snippet
+    ``match``), longer for the first few (``episode_ids`` best first); with ``full``, its
+    whole text too."""
+    from memctl.recall.snippets import HIT_END, HIT_START, room_at, snippet
 
     texts: dict[str, str] = {}
     found: dict[str, EpisodeHit] = {}
@@ -370,7 +371,9 @@ def episodes_by_id(db: Queryable, episode_ids: list[str], match: str | None, *, 
     for episode_id, text in texts.items():
         if HIT_START in text or HIT_END in text:  # a text that holds the marks itself: its opening, unmarked
             marked[episode_id] = text.replace(HIT_START, "").replace(HIT_END, "")
-    return {episode_id: hit._replace(snippet=snippet(marked.get(episode_id, texts[episode_id])))
+    rank = {episode_id: n for n, episode_id in enumerate(dict.fromkeys(episode_ids))}
+    return {episode_id: hit._replace(snippet=snippet(marked.get(episode_id, texts[episode_id]),
+                                                     room_at(rank[episode_id])))
             for episode_id, hit in found.items()}
 
 
