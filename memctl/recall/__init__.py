@@ -83,19 +83,29 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     if (given["since"] or given["until"]) and parsed.asks_what_happened():
         return _what_happened(db, query, window, wanted, limit, time_words, full)
     depth = max(DEPTH, 3 * limit)
-    rankings, unavailable = [], []
-    for ranker in rankers:
-        if not ranker.kinds & wanted:
-            continue
-        try:
-            rankings.append([key for key in ranker.rank(db, parsed, window, depth) if key[0] in wanted])
-        except LLMUnavailable as error:  # an embeddings endpoint that is down: the others still answer
-            unavailable.append(f"{ranker.name}: {error}")
-    scores = fusion.rrf(rankings)
+    rankings: list[Sequence[fusion.Key]] = []
+    weights: list[float] = []
+    unavailable: list[str] = []
+    with search.one_question():  # the rankers share what they ask the turn index
+        for ranker in rankers:
+            if not ranker.kinds & wanted:
+                continue
+            try:
+                ranking = ranker.rank(db, parsed, window, depth)
+            except LLMUnavailable as error:  # an embeddings endpoint that is down: the others still answer
+                unavailable.append(f"{ranker.name}: {error}")
+                continue
+            if any(key[0] not in wanted for key in ranking):
+                kept = fusion.Weighted(*(key for key in ranking if key[0] in wanted))
+                kept.strength = getattr(ranking, "strength", {})
+                ranking = kept
+            rankings.append(ranking)
+            weights.append(ranker.weight)
+    scores = fusion.rrf(rankings, weights=weights)
     fact_ids = [int(key[1]) for key in scores if key[0] == "fact"]
     facts = search.facts_by_id(db, fact_ids, window)
     if kinds := of_the_kind_asked(parsed, facts):
-        scores = fusion.rrf([*rankings, kinds])
+        scores = fusion.rrf([*rankings, kinds], weights=[*weights, 1.0])
     # "What did billing use before Postgres": what held next to a value the question names
     # leads, nearest first, then the value it was found by.
     beside = _beside(db, parsed, scores, window) if "fact" in wanted else []

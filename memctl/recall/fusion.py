@@ -20,11 +20,24 @@ PAST_WEIGHT = 0.75
 Key = tuple[str, int | str]  # ("fact", fact id) or ("episode", episode id)
 
 
-def rrf(rankings: Iterable[Sequence[Key]], k: int = K) -> dict[Key, float]:
+class Weighted(list):
+    """A ranking whose items are not all as sure as their place says: ``strength`` maps
+    an item to the share (0 to 1) of its place's credit it earns; 1 for any it omits."""
+
+    def __init__(self, *items: Key):
+        super().__init__(items)
+        self.strength: dict[Key, float] = {}
+
+
+def rrf(rankings: Iterable[Sequence[Key]], k: int = K, weights: Sequence[float] | None = None) -> dict[Key, float]:
+    """Each item's sum over the lists of weight × strength / (k + rank): every list's
+    weight 1 unless given, every item's strength 1 unless its list is ``Weighted``."""
     scores: dict[Key, float] = {}
-    for ranking in rankings:
+    for n, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[n]
+        strength = ranking.strength if isinstance(ranking, Weighted) else {}
         for rank, key in enumerate(dict.fromkeys(ranking), 1):
-            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+            scores[key] = scores.get(key, 0.0) + weight * strength.get(key, 1.0) / (k + rank)
     return scores
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from memctl.recall.fusion import Key
+from memctl.recall.fusion import Key, Weighted
 from memctl.recall.query import Query
 from memctl.results import Fact
 from memctl.store import Queryable, search
@@ -21,6 +21,7 @@ from memctl.store.search import Window
 class Ranker(Protocol):
     name: str
     kinds: frozenset[str]  # "fact", "episode"
+    weight: float  # what its list counts in fusion (``fusion.rrf``)
 
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]: ...
 
@@ -30,6 +31,7 @@ class FactText:
 
     name = "fact_text"
     kinds = frozenset({"fact"})
+    weight = 1.0
 
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         return [("fact", fact_id) for fact_id in search.facts_matching(db, query.parts(), window, limit)]
@@ -40,9 +42,47 @@ class EpisodeText:
 
     name = "episode_text"
     kinds = frozenset({"episode"})
+    weight = 1.0
 
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         return [("episode", episode_id) for episode_id in search.episodes_matching(db, query.parts(), window, limit)]
+
+
+class SessionText:
+    """BM25 over whole sessions (a session file, a conversation), each found session
+    offering its best turn for the question (by BM25 over turns, or the one that holds
+    the most of it): a question answered by a session as a whole, where no single turn
+    holds enough of its words, is found as a plain BM25 over sessions finds it.
+
+    Each turn comes with its session's strength (``Weighted``): its BM25 over the best
+    session's, cubed. In RRF every list's second item counts as much as the others'
+    second, but a session scoring half the best one's is rarely the answer: at full
+    credit, the best turns of the other sessions of a long history pushed the turns that
+    answered a question about one session out of the top ten (real logs' recall@10 0.97
+    to 0.70); cubed, they stay, and a history of short sessions still gains (scripts/
+    bench.py --retrieval, docs/architecture.md §5).
+    """
+
+    name = "session_text"
+    kinds = frozenset({"episode"})
+    weight = 1.0
+    STRENGTH_POWER = 3
+
+    def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
+        parts = query.parts()
+        found = search.sessions_matching(db, parts, window, limit)
+        if len(found) < 2:  # one session tells nothing apart: its best turn is the turn ranker's best
+            return []
+        # Each session's best turn by BM25, of the best turns of all; else the one that holds the most.
+        turns = search.episodes_matching(db, parts, window, limit)
+        session_of = search.sessions_of(db, turns)
+        best_turns = {session_of[turn]: turn for turn in reversed(turns)}
+        ranking = Weighted()
+        for hit in found:
+            key = ("episode", best_turns.get(hit.session, hit.episodes[0]))
+            ranking.append(key)
+            ranking.strength[key] = (hit.score / found[0].score) ** self.STRENGTH_POWER
+        return ranking
 
 
 class EntityGraph:
@@ -50,13 +90,14 @@ class EntityGraph:
 
     name = "entity_graph"
     kinds = frozenset({"fact"})
+    weight = 1.0
 
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         named = search.entities_named(db, query.name_keys())
         return [("fact", fact_id) for fact_id in search.facts_about(db, named, query.match(), window, limit)]
 
 
-DEFAULT_RANKERS: tuple[Ranker, ...] = (FactText(), EpisodeText(), EntityGraph())
+DEFAULT_RANKERS: tuple[Ranker, ...] = (FactText(), EpisodeText(), SessionText(), EntityGraph())
 
 
 def of_the_kind_asked(query: Query, facts: Mapping[int, Fact]) -> list[Key]:

@@ -12,13 +12,18 @@ never cuts away what was true (or said) in the window:
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import NamedTuple, TypeVar
 
 from memctl.results import REPLY_PREFIX, USER_PREFIX, EpisodeHit, Fact
 from memctl.store import Queryable, in_chunks
 from memctl.store.reads import facts_where, time_window, with_episodes
+
+T = TypeVar("T")
 
 
 class Window(NamedTuple):
@@ -103,10 +108,139 @@ def facts_matching(db: Queryable, parts: list[str], window: Window, limit: int) 
 def episodes_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[str]:
     """Episodes whose text matches any of the FTS5 strings, best BM25 first."""
     condition, params = episode_window("e", window)
-    return _best_in_window(db, "episodes_fts", parts, limit, lambda ranked, ranked_params: db.execute(
-        f"""SELECT e.id FROM ({ranked}) t CROSS JOIN episodes e ON e.text_id = t.rowid
-            WHERE {condition} ORDER BY t.rank, e.reference_time, e.id LIMIT ?""", [*ranked_params, *params, limit]),
-        first=4, alone=True)
+    return _remembered(("episodes_matching", tuple(parts), window, limit), lambda: _best_in_window(
+        db, "episodes_fts", parts, limit, lambda ranked, ranked_params: db.execute(
+            f"""SELECT e.id FROM ({ranked}) t CROSS JOIN episodes e ON e.text_id = t.rowid
+                WHERE {condition} ORDER BY t.rank, e.reference_time, e.id LIMIT ?""",
+            [*ranked_params, *params, limit]), first=4, alone=True))
+
+
+# Two rankers of one recall ask the turn index the same things (how many turns hold a
+# term; the best turns): inside ``one_question`` the answers are kept, per thread, until
+# it ends; the store cannot change meanwhile (a recall reads in one transaction).
+_remembered_answers = threading.local()
+
+
+@contextmanager
+def one_question() -> Iterator[None]:
+    _remembered_answers.kept = {}
+    try:
+        yield
+    finally:
+        _remembered_answers.kept = None
+
+
+def _remembered(question: tuple, answer: Callable[[], T]) -> T:
+    kept: dict | None = getattr(_remembered_answers, "kept", None)
+    if kept is None:
+        return answer()
+    if question not in kept:
+        kept[question] = answer()
+    return kept[question]
+
+
+# BM25 over sessions: the rarest terms of a question are counted, session by session,
+# while their matches in all stay under this many (a term in most turns tells sessions
+# apart no better than it tells turns apart); the rarest one always. Each match is a row
+# read, so this bounds a recall's cost as RANK_BUDGET does for turns.
+SESSION_BUDGET = 4000
+# BM25's usual constants, for sessions as for FTS5's texts.
+K1, B = 1.2, 0.75
+
+
+class SessionHit(NamedTuple):
+    session: str
+    score: float  # BM25 of the session; higher is better
+    episodes: list[str]  # its episodes in the window that hold the question's words, most of them first
+
+
+def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[SessionHit]:
+    """The sessions (sources: a session file, a conversation) whose turns match the FTS5
+    strings, by BM25 over whole sessions, best first, each with its best episodes.
+
+    A session's words are its turns' words, each term counted once per turn that holds
+    it (a turn is the unit of a session's length too): the turn index answers that per
+    term without a second index of whole sessions, which every turn added to a session
+    would have to rewrite. Only turns in the window count, so a session found only
+    through a turn that was undone (or said after ``as_of``) gives nothing.
+    """
+    counts = {part: _count(db, "episodes_fts", part) for part in parts}
+    counted: list[str] = []
+    total = 0
+    for part in sorted((part for part in parts if counts[part]), key=counts.__getitem__):
+        if counted and total + counts[part] > SESSION_BUDGET:
+            break
+        counted.append(part)
+        total += counts[part]
+    if not counted:
+        return []
+    condition, params = episode_window("e", window)
+    holding: dict[str, dict[str, set[str]]] = {}  # session -> term -> its episodes that hold it
+    for part in counted:
+        for episode_id, session in db.execute(
+                f"""SELECT e.id, e.source FROM episodes_fts CROSS JOIN episodes e ON e.text_id = episodes_fts.rowid
+                    WHERE episodes_fts MATCH ? AND {condition}""", [part, *params]):
+            holding.setdefault(session, {}).setdefault(part, set()).add(episode_id)
+    if not holding:
+        return []
+    sizes = _session_sizes(db, list(holding))
+    average = sizes.turns / max(sizes.sessions, 1)
+    held_by = {part: sum(part in terms for terms in holding.values()) for part in counted}
+    idf = {part: math.log(1 + (sizes.sessions - held_by[part] + 0.5) / (held_by[part] + 0.5)) for part in counted}
+    hits = []
+    for session, terms in holding.items():
+        norm = K1 * (1 - B + B * sizes.turns_of.get(session, 1) / average)
+        score = sum(idf[part] * len(ids) * (K1 + 1) / (len(ids) + norm) for part, ids in terms.items())
+        # Its turns that hold the most of the question (by the terms' weight), then the earliest id.
+        weight: dict[str, float] = {}
+        for part, ids in terms.items():
+            for episode_id in ids:
+                weight[episode_id] = weight.get(episode_id, 0.0) + idf[part]
+        hits.append(SessionHit(session, score, sorted(weight, key=lambda e: (-weight[e], e))))
+    hits.sort(key=lambda hit: (-hit.score, hit.session))
+    return hits[:limit]
+
+
+def sessions_of(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
+    """The session (source) of each episode."""
+    found: dict[str, str] = {}
+    for chunk, marks in in_chunks(episode_ids):
+        found.update(db.execute(f"SELECT id, source FROM episodes WHERE id IN ({marks})", chunk).fetchall())
+    return found
+
+
+class SessionSizes(NamedTuple):
+    state: tuple  # what the store was when they were counted
+    sessions: int  # sessions with an active turn
+    turns: int  # active turns in all
+    turns_of: dict[str, int]  # active turns of each session counted so far
+
+
+# Counting sessions reads every turn's source (40 ms at 100k turns): counted once for each
+# state of a store, per connection. A reader sees another connection's commit in its
+# data_version, the writer its own in total_changes; the last text id tells two stores
+# apart that a connection's reused id might mix up.
+_sizes: dict[int, SessionSizes] = {}
+_sizes_lock = threading.Lock()
+
+
+def _session_sizes(db: Queryable, sessions: list[str]) -> SessionSizes:
+    """BM25's collection size and session lengths, with the turns of ``sessions`` counted."""
+    state = db.execute("SELECT (SELECT data_version FROM pragma_data_version), total_changes(), "
+                       "(SELECT max(text_id) FROM episodes)").fetchone()
+    with _sizes_lock:
+        known = _sizes.get(id(db))
+    if known is None or known.state != tuple(state):
+        sessions_count, turns = db.execute(
+            "SELECT count(DISTINCT source), count(*) FROM episodes WHERE status = 'active'").fetchone()
+        known = SessionSizes(tuple(state), sessions_count, turns, {})
+    missing = [session for session in sessions if session not in known.turns_of]
+    for chunk, marks in in_chunks(missing):
+        known.turns_of.update(db.execute(f"SELECT source, count(*) FROM episodes WHERE source IN ({marks}) "
+                                         f"AND status = 'active' GROUP BY source", chunk).fetchall())
+    with _sizes_lock:
+        _sizes[id(db)] = known
+    return known
 
 
 # BM25 scores every text a term matches: above this many matches in all, the most common
@@ -178,7 +312,8 @@ def _selective_match(db: Queryable, table: str, parts: list[str], *, alone: bool
 
 
 def _count(db: Queryable, table: str, match: str) -> int:
-    return db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", [match]).fetchone()[0]
+    return _remembered(("count", table, match), lambda: db.execute(
+        f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", [match]).fetchone()[0])
 
 
 def entities_named(db: Queryable, name_keys: list[str]) -> list[int]:
