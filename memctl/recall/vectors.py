@@ -38,6 +38,7 @@ CACHED_QUESTIONS = 256
 class VectorRanker:
     name = "vectors"
     kinds = frozenset({"fact", "episode"})
+    weight = 1.0
 
     def __init__(self, embedder: Embedder, *, cached_questions: int = CACHED_QUESTIONS):
         try:
