@@ -447,7 +447,8 @@ def _recall_table(result) -> None:
         if r.kind == "episode":
             rows.append(["said", _visible(r.text) if r.text is not None else _marked(Text, _visible(r.snippet)),
                          _day(r.reference_time),
-                         f"{_source_name(r.source)}:{r.position}", r.episode_id])
+                         ("replaced; " if r.superseded_by else "") + f"{_source_name(r.source)}:{r.position}",
+                         r.episode_id])
         else:
             rows.append(["fact", r.fact, f"{_day(r.valid_at)} → {_day(r.invalid_at)}", r.status, " ".join(r.episodes or [])])
     _console().print(_table(title, ["", "what", "when", "status / from", "episodes"], rows))

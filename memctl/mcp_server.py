@@ -152,7 +152,8 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         as_of is when the question is asked: "two weeks ago", "last spring", "in May" are read from it.
         Episodes come as a snippet of the lines that matched (hits **marked**), with their length (chars) and
         their session: its place in "sessions", which gives the session's source file;
-        get_episode(episode_id) gives one whole. As `memctl recall --json`."""
+        get_episode(episode_id) gives one whole. An episode whose statement a later value replaced says so
+        (superseded_by: the facts that replaced it): do not take it as current. As `memctl recall --json`."""
         return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history,
                                              full=full))
 

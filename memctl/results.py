@@ -107,6 +107,9 @@ class _EpisodeHitFields(NamedTuple):
     snippet: str  # the lines that matched, under their roles, hits marked **like this** (recall.snippets)
     chars: int  # the whole text's length: `memctl show ID` (MCP get_episode) gives it, as recall's full does
     text: str | None = None  # the whole text, when asked for (full)
+    # What it stated that a later value replaced by the asking time: the facts that did
+    # (id, sentence, since when), so that an agent does not take an old statement as current
+    superseded_by: list[dict[str, Any]] | None = None
     score: float = 0.0
     kind: Literal["episode"] = "episode"
 
@@ -116,7 +119,7 @@ class EpisodeHit(ReadRecord, _EpisodeHitFields):
     (the whole of it with ``full``)."""
 
     __slots__ = ()
-    _OMITTED_WHEN_NONE = frozenset({"text"})
+    _OMITTED_WHEN_NONE = frozenset({"text", "superseded_by"})
 
 
 class _RecallResultFields(NamedTuple):

@@ -132,3 +132,45 @@ def test_what_happened_to_a_thing_asks_about_its_past(team):
     """Asked what happened with Redis, the fact that ended answers first: not Sentry, which
     shares the Redis fact's episode and still holds."""
     assert answers(team.recall("what happened with Redis"))[0] == ("Redis", "ended")
+
+
+@pytest.fixture
+def moved(memory: Memory):
+    """An agent saved the old value as text, then the new one as a structured fact."""
+    from memctl.extract import build_extractor
+
+    said = memory.add_memory("Billing's primary database is MySQL.", reference_time="2024-01-10",
+                             extractor=build_extractor("rules", clock=memory.clock))
+    memory.clock.advance(days=1)
+    memory.add_memory("Billing moved to Postgres.", reference_time="2024-06-01", facts=[
+        {"subject": "billing", "predicate": "primary database", "object": "Postgres", "valid_at": "2024-06-01"}])
+    return said.episode_id
+
+
+def test_what_holds_now_outranks_the_text_that_stated_the_old_value(memory, moved):
+    results = memory.recall("which database does billing use").results
+    assert [(r.object, r.status) for r in results[:2]] == [("Postgres", "current"), ("MySQL", "superseded")]
+    assert moved in results[1].episodes  # the text is the old fact's evidence, under what holds
+    [old] = [r for r in memory.recall("which database does billing use", kind="episode").results
+             if r.episode_id == moved]
+    assert [(f["fact"], f["valid_at"]) for f in old.superseded_by] == [
+        ("billing primary database Postgres", "2024-06-01T00:00:00.000000Z")]
+    said = memory.recall("billing MySQL", kind="episode").results
+    assert [r.episode_id for r in said][-1] == moved  # below the text of what holds
+
+
+def test_an_episode_is_only_superseded_from_when_it_was(memory, moved, clock):
+    then = memory.recall("billing MySQL", as_of="2024-03-01", kind="episode").results
+    assert [(r.episode_id, r.superseded_by) for r in then] == [(moved, None)]
+    before_the_fact_was_added = memory.recall("billing MySQL", known_at="2026-01-01T12:00:00Z", kind="episode").results
+    assert [r.superseded_by for r in before_the_fact_was_added if r.episode_id == moved] == [None]
+    # asked of what held before, the old text is not put below: it is the answer, and still says it was replaced
+    back = memory.recall("did billing ever use MySQL", kind="episode").results
+    assert back[0].episode_id == moved and back[0].superseded_by
+
+
+def test_superseded_by_is_in_the_json_only_when_something_replaced_it(cli, memory, moved):
+    data = memory.recall("billing MySQL", kind="episode").to_json()
+    [old] = [r for r in data["results"] if r["episode_id"] == moved]
+    assert old["superseded_by"][0]["fact"] == "billing primary database Postgres"
+    assert all("superseded_by" not in r for r in data["results"] if r["episode_id"] != moved)

@@ -117,6 +117,11 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
                      for fact_id, line in search.fact_timelines(db, list(facts)).items()}
         if not parsed.looks_back():
             scores = fusion.discount_past(scores, timelines)
+    # What an episode said that a later value replaced: the agent is told, and, asked of
+    # what holds, what holds outranks the text that stated the old value.
+    replaced = search.superseded_statements(db, [str(key[1]) for key in scores if key[0] == "episode"], window)
+    if not parsed.looks_back() and not window.history:
+        scores = fusion.discount_replaced(scores, {episode_id for episode_id, (_, whole) in replaced.items() if whole})
     if kind == "all":
         scores = fusion.reinforce(scores, {fact_id: fact.episodes or [] for fact_id, fact in facts.items()})
     best = fusion.ranked(scores, limit, timelines)
@@ -124,6 +129,10 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
         best = fusion.leading([("fact", fact_id) for fact_id in beside], best, limit)
     episodes = search.episodes_by_id(db, [str(key[1]) for key, _ in best if key[0] == "episode"], parsed.match(),
                                      full=full)
+    replacing = search.facts_by_id(db, sorted({fact_id for key, _ in best if str(key[1]) in replaced
+                                               for fact_id in replaced[str(key[1])][0]}), window)
+    replacements = {episode_id: [{"fact_id": fact_id, "fact": replacing[fact_id].fact, "valid_at": replacing[fact_id].valid_at}
+                                 for fact_id in by if fact_id in replacing] for episode_id, (by, _) in replaced.items()}
     results: list[Fact | EpisodeHit] = []
     for (item_kind, item_id), score in best:
         item: Fact | EpisodeHit
@@ -131,6 +140,8 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
             item = facts[int(item_id)]._replace(kind="fact", score=round(score, 6))
         else:
             item = episodes[str(item_id)]._replace(score=round(score, 6))
+            if str(item_id) in replaced:
+                item = item._replace(superseded_by=replacements[str(item_id)])
         results.append(item)
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
                         unavailable=unavailable or None, since=given["since"], until=given["until"],

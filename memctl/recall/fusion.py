@@ -69,6 +69,14 @@ def discount_past(scores: Mapping[Key, float], timelines: Timelines) -> dict[Key
             else score for key, score in scores.items()}
 
 
+def discount_replaced(scores: Mapping[Key, float], episode_ids: set[str]) -> dict[Key, float]:
+    """Each of these episodes (whose every statement a later value replaced) at
+    PAST_WEIGHT of its score, as a fact that no longer holds: asked of the present, the
+    value that holds comes before the text that stated the old one."""
+    return {key: score * PAST_WEIGHT if key[0] == "episode" and str(key[1]) in episode_ids else score
+            for key, score in scores.items()}
+
+
 def ranked(scores: Mapping[Key, float], limit: int, timelines: Timelines | None = None) -> list[tuple[Key, float]]:
     """Best first; ties by kind and id, so a run gives the same order every time.
 

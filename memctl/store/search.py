@@ -471,6 +471,33 @@ def facts_by_id(db: Queryable, fact_ids: list[int], window: Window) -> dict[int,
     return {fact.fact_id: fact for fact in with_episodes(db, found, window.known_at)}
 
 
+def superseded_statements(db: Queryable, episode_ids: list[str], window: Window) -> dict[str, tuple[list[int], bool]]:
+    """Of the episodes that support facts, those whose statements a later value replaced
+    by ``as_of``, as memctl held it at ``known_at``: episode id → (the facts that
+    replaced them, in time order; whether every fact it supports was replaced)."""
+    held, params = time_window("f", known_at=window.known_at)
+    next_held, next_params = time_window("n", known_at=window.known_at)
+    found: dict[str, tuple[list[int], bool]] = {}
+    for chunk, marks in in_chunks(episode_ids):
+        rows = db.execute(
+            f"""SELECT p.episode_id, f.id, f.invalid_at <= ? AND f.end_reason = 'superseded',
+                       (SELECT n.id FROM facts n WHERE n.subject_id = f.subject_id AND n.predicate_key = f.predicate_key
+                               AND n.valid_at = f.invalid_at AND n.object_id != f.object_id AND {next_held}
+                        ORDER BY n.id LIMIT 1)
+                FROM fact_provenance p JOIN facts f ON f.id = p.fact_id
+                WHERE p.episode_id IN ({marks}) AND f.valid_at <= ? AND {held}
+                ORDER BY p.episode_id, f.invalid_at, f.id""",
+            [window.as_of, *next_params, *chunk, window.as_of, *params]).fetchall()
+        supported: dict[str, list[tuple[bool, int | None]]] = {}
+        for episode_id, _, replaced, by in rows:
+            supported.setdefault(episode_id, []).append((bool(replaced) and by is not None, by))
+        for episode_id, facts in supported.items():
+            replacing = list(dict.fromkeys(by for replaced, by in facts if replaced and by is not None))
+            if replacing:
+                found[episode_id] = (replacing, all(replaced for replaced, _ in facts))
+    return found
+
+
 def fact_timelines(db: Queryable, fact_ids: list[int]) -> dict[int, tuple]:
     """The timeline of each fact: its slot, or for a many-valued slot the slot and its value
     (whose facts do not replace the slot's other values')."""
