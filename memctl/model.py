@@ -136,6 +136,9 @@ class Episode:
     extraction_error: str | None = None
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images...
     cut_chars: int = 0  # characters cut from a text over memctl.sources.MAX_EPISODE_CHARS
+    # The conversation it is part of in a source of many (an export); None: the source is
+    # one session (store.search.SESSION).
+    session: str | None = None
 
     @property
     def redactions(self) -> int:

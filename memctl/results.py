@@ -110,6 +110,7 @@ class _EpisodeHitFields(NamedTuple):
     # What it stated that a later value replaced by the asking time: the facts that did
     # (id, sentence, since when), so that an agent does not take an old statement as current
     superseded_by: list[dict[str, Any]] | None = None
+    conversation: str | None = None  # in a source of many conversations (an export), its own
     score: float = 0.0
     kind: Literal["episode"] = "episode"
 
@@ -119,7 +120,7 @@ class EpisodeHit(ReadRecord, _EpisodeHitFields):
     (the whole of it with ``full``)."""
 
     __slots__ = ()
-    _OMITTED_WHEN_NONE = frozenset({"text", "superseded_by"})
+    _OMITTED_WHEN_NONE = frozenset({"text", "superseded_by", "conversation"})
 
 
 class _RecallResultFields(NamedTuple):
@@ -137,8 +138,8 @@ class _RecallResultFields(NamedTuple):
 
 
 class RecallResult(ReadRecord, _RecallResultFields):
-    """What recall found. As JSON, each episode names its session (its ``source``) by its
-    place in ``sessions``: ten turns of one long session repeated its path ten times, a
+    """What recall found. As JSON, each episode names its session (its ``source``, and in
+    an export its ``conversation``) by its place in ``sessions``: ten turns of one long session repeated its path ten times, a
     fifth of what an agent read per recall. Its ``format`` and ``position`` are left to
     `memctl show`, and its ``score`` to the library: the order says the rank."""
 
@@ -147,7 +148,7 @@ class RecallResult(ReadRecord, _RecallResultFields):
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
-        sessions: dict[str, int] = {}
+        sessions: dict[tuple[str, str | None], int] = {}
         for n, item in enumerate(data["results"]):
             if item["kind"] == "episode":
                 kind, episode_id = item.pop("kind"), item.pop("episode_id")
@@ -155,9 +156,10 @@ class RecallResult(ReadRecord, _RecallResultFields):
                 # the library and the table; an agent reads the order (and `memctl show`).
                 for field in ("format", "position", "score"):
                     item.pop(field, None)
-                session = sessions.setdefault(item.pop("source"), len(sessions))
+                session = sessions.setdefault((item.pop("source"), item.pop("conversation", None)), len(sessions))
                 data["results"][n] = {"kind": kind, "episode_id": episode_id, "session": session, **item}
-        data["sessions"] = [{"source": source} for source in sessions]
+        data["sessions"] = [{"source": source, **({"conversation": conversation} if conversation else {})}
+                            for source, conversation in sessions]
         return data
 
 

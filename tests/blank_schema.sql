@@ -64,7 +64,7 @@ CREATE TABLE episodes (
             status TEXT NOT NULL,          -- active | undone
             created_at TEXT NOT NULL,      -- transaction time it was (last) ingested
             operation_id TEXT REFERENCES operations(id)
-        , extraction TEXT NOT NULL DEFAULT 'structured', extraction_error TEXT, text_id INTEGER);
+        , extraction TEXT NOT NULL DEFAULT 'structured', extraction_error TEXT, text_id INTEGER, session TEXT);
 CREATE VIRTUAL TABLE episodes_fts USING fts5(
             content, content = 'episodes', content_rowid = 'text_id',
             tokenize = 'porter unicode61 remove_diacritics 2'
@@ -174,6 +174,7 @@ CREATE INDEX embeddings_model ON embeddings(model);
 CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');
 CREATE INDEX episodes_operation ON episodes(operation_id);
 CREATE INDEX episodes_reference_time ON episodes(reference_time);
+CREATE INDEX episodes_session ON episodes(CASE WHEN session IS NULL THEN source ELSE source || '#' || session END);
 CREATE INDEX episodes_source ON episodes(source, position);
 CREATE UNIQUE INDEX episodes_text_id ON episodes(text_id);
 CREATE INDEX fact_provenance_assertion ON fact_provenance(assertion_id);

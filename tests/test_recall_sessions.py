@@ -107,3 +107,38 @@ def test_a_retried_turn_is_still_found_through_its_session(memory, chats, clock)
 
     memory.retry([chats["planning"][1]], build_extractor("rules", clock=memory.clock))
     assert offered(memory, "wedding farm Porto")[0] == chats["planning"][1]
+
+
+def test_each_conversation_of_an_export_is_a_session(memory, tmp_path):
+    """An export holds hundreds of conversations in one file: each is ranked as a session
+    of its own, and named as one in the JSON."""
+    import json
+
+    from memctl import IngestOptions
+
+    def chat(cid: str, *said: str, start: float) -> dict:
+        mapping = {"root": {"id": "root", "message": None, "parent": None, "children": ["m1"]}}
+        for n, text in enumerate(said, 1):
+            mapping[f"m{n}"] = {"id": f"m{n}", "parent": "root" if n == 1 else f"m{n - 1}",
+                                "children": [f"m{n + 1}"] if n < len(said) else [],
+                                "message": {"id": f"m{n}", "author": {"role": "user" if n % 2 else "assistant"},
+                                            "create_time": start + n, "content": {"content_type": "text",
+                                                                                  "parts": [text]},
+                                            "recipient": "all", "metadata": {}}}
+        return {"id": cid, "title": cid, "create_time": start, "mapping": mapping, "current_node": f"m{len(said)}"}
+
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([
+        chat("planning", "my sister is getting married", "congratulations", "the wedding is near Porto", "lovely",
+             start=1_700_000_000),
+        chat("shop", "a flower shop in Porto opened", "nice", start=1_700_100_000),
+        chat("other", "my sister lent me her bike", "kind of her", start=1_700_200_000),
+    ]))
+    memory.ingest([path], IngestOptions())
+    with memory.connections.reading() as db:
+        found = recall(db, "sister wedding Porto", now=memory.now(), rankers=(SessionText(),)).results
+    # planning says all three words over two of its turns; one file, three sessions
+    assert [r.conversation for r in found] == ["planning", "other", "shop"]
+    data = memory.recall("sister wedding Porto", kind="episode").to_json()
+    assert data["sessions"][data["results"][0]["session"]]["conversation"] == "planning"
+    assert all(session["source"] == str(path.resolve()) for session in data["sessions"])

@@ -236,6 +236,20 @@ def test_chatgpt_positions_run_on_across_conversations(tmp_path):
     assert [e.position for e in episodes] == [2, 5]  # 3 nodes in the first conversation
 
 
+def test_each_conversation_of_an_export_is_its_own_session(tmp_path):
+    first, end1 = chain(("user", "one", T0), ("assistant", "r1", T0 + 1))
+    second, end2 = chain(("user", "two", T0 + 10), ("assistant", "r2", T0 + 11))
+    unnamed = conversation(None, *chain(("user", "three", T0 + 20), ("assistant", "r3", T0 + 21)))
+    del unnamed["id"], unnamed["conversation_id"]
+    episodes, _ = run(chatgpt_file(tmp_path, conversation("c1", first, end1), conversation("c2", second, end2),
+                                   unnamed), "chatgpt")
+    assert [e.session for e in episodes] == ["c1", "c2", "#3"]  # its id, else its place in the file
+    (claude,), _ = run(claude_file(tmp_path, claude_conversation("u-1", [
+        claude_message("h1", "human", "2025-03-01T10:00:00Z", "hi"),
+        claude_message("a1", "assistant", "2025-03-01T10:00:05Z", "hello")]), name="claude.json"), "claude-ai")
+    assert claude.session == "u-1"
+
+
 def test_chatgpt_title_is_never_an_episode(tmp_path):
     mapping, end = chain(("user", "hello there", T0), ("assistant", "hi", T0 + 1))
     episodes, _ = run(chatgpt_file(tmp_path, conversation("c1", mapping, end, title="Moved to Paris")), "chatgpt")

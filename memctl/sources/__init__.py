@@ -92,6 +92,9 @@ class Turn:
     time_source: str = "record"  # "record" | "session"
     source_id: str | None = None  # the format's id of the user message, if it has one
     identity: str | None = None  # same turn in another file (a resumed session) -> same value
+    # The conversation it is part of, in a file that holds many (an export, a chat log of
+    # several threads): recall's session. None: the file is one session.
+    session: str | None = None
     left_out: dict[str, int] = field(default_factory=dict)  # e.g. {"tool_use": 2, "thinking": 1}
 
 
@@ -385,6 +388,7 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
             reference_time_source=reference_source,
             source_id=item.source_id,
             identity=f"{fmt}\x1f{item.identity}" if item.identity else None,
+            session=item.session,
             redacted=redacted,
             left_out=dict(item.left_out),
             cut_chars=cut_chars,

@@ -170,6 +170,7 @@ class _Open:
             time_source="record",
             source_id=self.source_id,
             left_out=dict(self.left_out),
+            session=self.conversation,
         )
 
 

@@ -170,5 +170,18 @@ def export_turns(path: Path, key: str, kind: type[Container], label: str,
             what = "not an object" if not isinstance(conversation, dict) else f"has no {key} {shape}"
             yield Skipped(position, f"conversation {index}: {what}", malformed=True)
             continue
-        yield from sorted(conversation_turns(conversation, container, index, position), key=lambda item: item.position)
+        session = _conversation_key(conversation, index)
+        for item in sorted(conversation_turns(conversation, container, index, position), key=lambda item: item.position):
+            if isinstance(item, Turn):
+                item.session = session
+            yield item
         position += len(container)
+
+
+def _conversation_key(conversation: dict[str, Any], index: int) -> str:
+    """What tells a conversation from the others of its file: its id, else its place in it."""
+    for key in ("id", "conversation_id", "uuid"):
+        value = conversation.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return f"#{index}"

@@ -182,8 +182,8 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
         """
         INSERT INTO episodes (id, source, position, source_id, format, content, content_hash,
                               reference_time, reference_time_source, status, created_at, operation_id,
-                              extraction, extraction_error, text_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)
+                              extraction, extraction_error, text_id, session)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)
         ON CONFLICT(id) DO UPDATE SET status = 'active', created_at = excluded.created_at,
                                       operation_id = excluded.operation_id, extraction = excluded.extraction,
                                       extraction_error = excluded.extraction_error, content = excluded.content,
@@ -191,7 +191,8 @@ def store_episodes(db: Database, result: Added, at: str, operation_id: str) -> N
         """,
         [
             (e.id, e.source, e.position, e.source_id, e.format, e.content, e.content_hash,
-             e.reference_time, e.reference_time_source, at, operation_id, e.extraction, e.extraction_error, first + n)
+             e.reference_time, e.reference_time_source, at, operation_id, e.extraction, e.extraction_error, first + n,
+             e.session)
             for n, e in enumerate(to_store)
         ],
     )

@@ -426,3 +426,17 @@ def underived_slots(db: Database) -> None:
         CREATE INDEX underived_slots_operation ON underived_slots(operation_id);
         """
     )
+
+
+@migrations(name="0014_episode_sessions")
+def episode_sessions(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- The conversation an episode is part of, in a source that holds many (a ChatGPT
+        -- or Claude.ai export, a chat log of several threads); NULL where the source is one
+        -- session. Recall ranks whole sessions (store/search.py: SESSION), by this key.
+        ALTER TABLE episodes ADD COLUMN session TEXT;
+        CREATE INDEX episodes_session ON episodes(CASE WHEN session IS NULL THEN source ELSE source || '#' || session END);
+        """
+    )

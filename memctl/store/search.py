@@ -148,6 +148,16 @@ SESSION_BUDGET = 4000
 K1, B = 1.2, 0.75
 
 
+def session_of(alias: str) -> str:
+    """The SQL of an episode's session: its source, and in a source of many conversations
+    (an export) the conversation (schema 0014 indexes exactly this expression)."""
+    return (f"(CASE WHEN {alias}.session IS NULL THEN {alias}.source "
+            f"ELSE {alias}.source || '#' || {alias}.session END)")
+
+
+SESSION = session_of("e")
+
+
 class SessionHit(NamedTuple):
     session: str
     score: float  # BM25 of the session; higher is better
@@ -155,7 +165,7 @@ class SessionHit(NamedTuple):
 
 
 def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[SessionHit]:
-    """The sessions (sources: a session file, a conversation) whose turns match the FTS5
+    """The sessions (``SESSION``: a session file, a conversation) whose turns match the FTS5
     strings, by BM25 over whole sessions, best first, each with its best episodes.
 
     A session's words are its turns' words, each term counted once per turn that holds
@@ -178,7 +188,7 @@ def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: in
     holding: dict[str, dict[str, set[str]]] = {}  # session -> term -> its episodes that hold it
     for part in counted:
         for episode_id, session in db.execute(
-                f"""SELECT e.id, e.source FROM episodes_fts CROSS JOIN episodes e ON e.text_id = episodes_fts.rowid
+                f"""SELECT e.id, {SESSION} FROM episodes_fts CROSS JOIN episodes e ON e.text_id = episodes_fts.rowid
                     WHERE episodes_fts MATCH ? AND {condition}""", [part, *params]):
             holding.setdefault(session, {}).setdefault(part, set()).add(episode_id)
     if not holding:
@@ -202,10 +212,10 @@ def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: in
 
 
 def sessions_of(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
-    """The session (source) of each episode."""
+    """The session (``SESSION``) of each episode."""
     found: dict[str, str] = {}
     for chunk, marks in in_chunks(episode_ids):
-        found.update(db.execute(f"SELECT id, source FROM episodes WHERE id IN ({marks})", chunk).fetchall())
+        found.update(db.execute(f"SELECT e.id, {SESSION} FROM episodes e WHERE e.id IN ({marks})", chunk).fetchall())
     return found
 
 
@@ -232,12 +242,12 @@ def _session_sizes(db: Queryable, sessions: list[str]) -> SessionSizes:
         known = _sizes.get(id(db))
     if known is None or known.state != tuple(state):
         sessions_count, turns = db.execute(
-            "SELECT count(DISTINCT source), count(*) FROM episodes WHERE status = 'active'").fetchone()
+            f"SELECT count(DISTINCT {SESSION}), count(*) FROM episodes e WHERE e.status = 'active'").fetchone()
         known = SessionSizes(tuple(state), sessions_count, turns, {})
     missing = [session for session in sessions if session not in known.turns_of]
     for chunk, marks in in_chunks(missing):
-        known.turns_of.update(db.execute(f"SELECT source, count(*) FROM episodes WHERE source IN ({marks}) "
-                                         f"AND status = 'active' GROUP BY source", chunk).fetchall())
+        known.turns_of.update(db.execute(f"SELECT {SESSION}, count(*) FROM episodes e WHERE {SESSION} IN ({marks}) "
+                                         f"AND e.status = 'active' GROUP BY {SESSION}", chunk).fetchall())
     with _sizes_lock:
         _sizes[id(db)] = known
     return known
@@ -429,7 +439,7 @@ def what_happened(db: Queryable, window: Window, kinds: set[str], limit: int) ->
     it at ``known_at``: (time, kind, id) of up to ``limit`` of them.
 
     - facts that began or ended in the window, at the latest of those instants in it;
-    - each session (a source) that said something in the window, once, by its first
+    - each session (a source, or a conversation of an export) that said something in the window, once, by its first
       episode there that asks for something (usually what it was asked to do; a greeting
       such as "hi" says nothing of it), at its last one there.
     """
@@ -451,8 +461,8 @@ def what_happened(db: Queryable, window: Window, kinds: set[str], limit: int) ->
         condition, params = episode_window("e", window)
         found += [(latest, "episode", episode_id) for episode_id, latest in db.execute(
             f"""SELECT id, latest FROM (
-                    SELECT e.id, max(e.reference_time) OVER (PARTITION BY e.source) AS latest,
-                           row_number() OVER (PARTITION BY e.source ORDER BY {_SLIGHT_TURN}, e.reference_time,
+                    SELECT e.id, max(e.reference_time) OVER (PARTITION BY {SESSION}) AS latest,
+                           row_number() OVER (PARTITION BY {SESSION} ORDER BY {_SLIGHT_TURN}, e.reference_time,
                                                                              e.position) AS n
                     FROM episodes e WHERE {condition})
                 WHERE n = 1 ORDER BY latest DESC, id LIMIT ?""", [*_SLIGHT_TURN_PARAMS, *params, limit])]
@@ -519,11 +529,11 @@ def episodes_by_id(db: Queryable, episode_ids: list[str], match: str | None, *, 
     texts: dict[str, str] = {}
     found: dict[str, EpisodeHit] = {}
     for chunk, marks in in_chunks(episode_ids):
-        for r in db.execute(f"SELECT id, source, position, format, reference_time, content FROM episodes "
+        for r in db.execute(f"SELECT id, source, position, format, reference_time, content, session FROM episodes "
                             f"WHERE id IN ({marks})", chunk):
             texts[r[0]] = r[5]
             found[r[0]] = EpisodeHit(episode_id=r[0], source=r[1], position=r[2], format=r[3], reference_time=r[4],
-                                     snippet="", chars=len(r[5]), text=r[5] if full else None)
+                                     snippet="", chars=len(r[5]), text=r[5] if full else None, conversation=r[6])
     marked: dict[str, str] = {}
     for chunk, marks in in_chunks(list(found) if match is not None else []):
         marked.update(db.execute(
