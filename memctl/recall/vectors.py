@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from memctl.embeddings import Embedder
+from memctl.embeddings import Embedder, query_vectors
 from memctl.errors import MissingExtra
 from memctl.recall.fusion import Key
 from memctl.recall.query import Query
@@ -39,6 +39,7 @@ class VectorRanker:
     name = "vectors"
     kinds = frozenset({"fact", "episode"})
     weight = 1.0
+    by_meaning = True  # its weight is scaled by what the question's words miss (fusion.meaning_worth)
 
     def __init__(self, embedder: Embedder, *, cached_questions: int = CACHED_QUESTIONS):
         try:
@@ -80,6 +81,6 @@ class VectorRanker:
     def _embed(self, text: str) -> np.ndarray:
         import numpy as np
 
-        vector = np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+        vector = np.asarray(query_vectors(self.embedder, [text])[0], dtype=np.float32)  # a question, not a stored text
         length = np.linalg.norm(vector)
         return vector / length if length else vector

@@ -472,6 +472,18 @@ def what_happened(db: Queryable, window: Window, kinds: set[str], limit: int) ->
 # --- reading what the rankers found ------------------------------------------------------
 
 
+def words_covered(db: Queryable, parts: list[str], episode_ids: list[str]) -> float:
+    """The largest share of ``parts`` (the question's FTS5 strings) that one of the
+    episodes holds, as the index's tokenizer reads them; 0 with no episode."""
+    if not parts or not episode_ids:
+        return 0.0
+    texts: dict[int, str] = {}
+    for chunk, marks in in_chunks(episode_ids):
+        texts.update(db.execute(f"SELECT text_id, content FROM episodes WHERE id IN ({marks})", chunk).fetchall())
+    held = scratch_bm25(texts, parts)
+    return max(sum(text_id in found for found in held) for text_id in texts) / len(parts)
+
+
 def facts_by_id(db: Queryable, fact_ids: list[int], window: Window) -> dict[int, Fact]:
     """The facts, with names, status at ``as_of`` and supporting episodes as held at ``known_at``."""
     found: list[Fact] = []
