@@ -102,7 +102,7 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
                 ranking = kept
             rankings.append(ranking)
             weights.append(ranker.weight)
-            by_meaning.append(getattr(ranker, "by_meaning", False))
+            by_meaning.append(ranker.by_meaning)
     if any(by_meaning):
         # What finding by meaning is worth to this question: little where its words are
         # found together in the best texts, much where they are not (docs/recall.md).

@@ -22,6 +22,7 @@ class Ranker(Protocol):
     name: str
     kinds: frozenset[str]  # "fact", "episode"
     weight: float  # what its list counts in fusion (``fusion.rrf``)
+    by_meaning: bool  # finds by meaning, not words: its weight follows what the words miss (``fusion.meaning_worth``)
 
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]: ...
 
@@ -32,6 +33,7 @@ class FactText:
     name = "fact_text"
     kinds = frozenset({"fact"})
     weight = 1.0
+    by_meaning = False
 
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         return [("fact", fact_id) for fact_id in search.facts_matching(db, query.parts(), window, limit)]
@@ -43,6 +45,7 @@ class EpisodeText:
     name = "episode_text"
     kinds = frozenset({"episode"})
     weight = 1.0
+    by_meaning = False
 
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         return [("episode", episode_id) for episode_id in search.episodes_matching(db, query.parts(), window, limit)]
@@ -66,6 +69,7 @@ class SessionText:
     name = "session_text"
     kinds = frozenset({"episode"})
     weight = 1.0
+    by_meaning = False
     STRENGTH_POWER = 3
 
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
@@ -91,6 +95,7 @@ class EntityGraph:
     name = "entity_graph"
     kinds = frozenset({"fact"})
     weight = 1.0
+    by_meaning = False
 
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         named = search.entities_named(db, query.name_keys())

@@ -39,7 +39,7 @@ class VectorRanker:
     name = "vectors"
     kinds = frozenset({"fact", "episode"})
     weight = 1.0
-    by_meaning = True  # its weight is scaled by what the question's words miss (fusion.meaning_worth)
+    by_meaning = True
 
     def __init__(self, embedder: Embedder, *, cached_questions: int = CACHED_QUESTIONS):
         try:
