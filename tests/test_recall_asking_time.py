@@ -116,3 +116,18 @@ def test_the_command_line_reads_the_phrase_from_as_of(cli, tmp_path):
     assert (data["since"], data["until"], data["time_words"]) == (
         "2023-05-13T00:00:00.000000Z", "2023-05-20T00:00:00.000000Z", "two weeks ago")
     assert [data["sessions"][r["session"]]["source"] for r in data["results"]] == ["chat://hiking"]
+
+
+def test_asked_what_held_in_a_stretch_what_was_said_before_it_answers_too(memory):
+    """"What did billing store its data in back in February 2024" is answered by what was
+    said before February as well (it may still have held then), after what was said in
+    it; "what did I do in February" keeps to what was said in it."""
+    said = memory.add_memory("User: billing stores its data in Cassandra", reference_time="2024-01-10",
+                             source="chat://before")
+    during = memory.add_memory("User: billing stores its data in Cassandra, still", reference_time="2024-02-03",
+                               source="chat://during")
+    found = memory.recall("what did billing store its data in back in February 2024", as_of="2024-02-15")
+    assert (found.since, found.time_words) == ("2024-02-01T00:00:00.000000Z", "February 2024")
+    assert [r.episode_id for r in found.results] == [during.episode_id, said.episode_id]
+    happened = memory.recall("what did I do in February", as_of="2024-02-15")
+    assert [r.episode_id for r in happened.results] == [during.episode_id]

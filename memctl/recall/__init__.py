@@ -73,11 +73,16 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     # replaced them ("who led billing before Sam", "does billing still use Redis?").
     # A window the question names asks for facts that held at some time in it, not at
     # the asking time ("what did billing use last spring", asked as of June).
-    window = Window(as_of=effective_as_of, known_at=given["known_at"], since=given["since"], until=given["until"],
-                    history=history, as_of_given=given["as_of"] is not None and named is None, past=not timed)
     # The words a window was read from are the window's: "since 2026" searches for neither word.
     asked = query if named is None else query.replace(named.words, " ", 1)
     parsed = parse(asked if _WORD.search(asked) else query, timed=timed)
+    # A stretch the question names bounds what was said in it when the question asks what
+    # happened then ("what did I do in May"); asked what held then ("what did billing use
+    # in February 2024"), what was said before it answers too, after what was said in it.
+    said_since = named is None or parsed.asks_what_happened()
+    window = Window(as_of=effective_as_of, known_at=given["known_at"], since=given["since"], until=given["until"],
+                    history=history, as_of_given=given["as_of"] is not None and named is None, past=not timed,
+                    said_since=said_since)
     wanted = {"fact", "episode"} if kind == "all" else {kind}
     time_words = named.words if named is not None else None
     if (given["since"] or given["until"]) and parsed.asks_what_happened():
@@ -130,7 +135,10 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     # what holds, what holds outranks the text that stated the old value.
     replaced = search.superseded_statements(db, [str(key[1]) for key in scores if key[0] == "episode"], window)
     if not parsed.looks_back() and not window.history:
-        scores = fusion.discount_replaced(scores, {episode_id for episode_id, (_, whole) in replaced.items() if whole})
+        scores = fusion.discount_episodes(scores, {episode_id for episode_id, (_, whole) in replaced.items() if whole})
+    if not window.said_since and window.since is not None:
+        scores = fusion.discount_episodes(scores, search.said_before(
+            db, [str(key[1]) for key in scores if key[0] == "episode"], window.since))
     if kind == "all":
         scores = fusion.reinforce(scores, {fact_id: fact.episodes or [] for fact_id, fact in facts.items()})
     best = fusion.ranked(scores, limit, timelines)

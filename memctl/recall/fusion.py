@@ -84,10 +84,11 @@ def discount_past(scores: Mapping[Key, float], timelines: Timelines) -> dict[Key
             else score for key, score in scores.items()}
 
 
-def discount_replaced(scores: Mapping[Key, float], episode_ids: set[str]) -> dict[Key, float]:
-    """Each of these episodes (whose every statement a later value replaced) at
-    PAST_WEIGHT of its score, as a fact that no longer holds: asked of the present, the
-    value that holds comes before the text that stated the old one."""
+def discount_episodes(scores: Mapping[Key, float], episode_ids: set[str]) -> dict[Key, float]:
+    """Each of these episodes at PAST_WEIGHT of its score, as a fact that no longer holds:
+    those whose every statement a later value replaced (asked of the present, the value
+    that holds comes before the text that stated the old one), and those said before the
+    stretch a question names (what was said in it comes first)."""
     return {key: score * PAST_WEIGHT if key[0] == "episode" and str(key[1]) in episode_ids else score
             for key, score in scores.items()}
 

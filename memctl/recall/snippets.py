@@ -23,7 +23,7 @@ from memctl.results import REPLY_PREFIX, USER_PREFIX
 # The best few episodes of a recall show about three lines each, the rest about one: ten
 # results are then a few KB, what an agent can read at every question (issue 28's target:
 # a median reply of 4 KB for 10 results; each shown at 300 characters made 6 KB).
-SNIPPET_CHARS = 280
+SNIPPET_CHARS = 260
 DETAILED = 3
 BRIEF_CHARS = 80
 

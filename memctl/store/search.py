@@ -36,6 +36,10 @@ class Window(NamedTuple):
     history: bool = False  # facts at any valid time, episodes said at any time
     as_of_given: bool = True  # with since/until, whether facts must also be valid at as_of
     past: bool = False  # facts that ended by as_of too (a question asked with no time: recall's default)
+    # Whether episodes must be said since ``since`` too, or only before ``until``: a
+    # question about what held then ("what did billing use in February 2024") is
+    # answered by what was said before then as well.
+    said_since: bool = True
 
 
 def fact_window(alias: str, window: Window) -> tuple[str, list]:
@@ -64,7 +68,7 @@ def episode_window(alias: str, window: Window) -> tuple[str, list]:
     if not window.history:
         condition += f" AND {alias}.reference_time <= ?"
         params.append(window.as_of)
-    if window.since is not None:
+    if window.since is not None and window.said_since:
         condition += f" AND {alias}.reference_time >= ?"
         params.append(window.since)
     if window.until is not None:
@@ -209,6 +213,15 @@ def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: in
         hits.append(SessionHit(session, score, sorted(weight, key=lambda e: (-weight[e], e))))
     hits.sort(key=lambda hit: (-hit.score, hit.session))
     return hits[:limit]
+
+
+def said_before(db: Queryable, episode_ids: list[str], at: str) -> set[str]:
+    """Those of the episodes said before ``at``."""
+    found: set[str] = set()
+    for chunk, marks in in_chunks(episode_ids):
+        found.update(row[0] for row in db.execute(
+            f"SELECT id FROM episodes WHERE id IN ({marks}) AND reference_time < ?", [*chunk, at]))
+    return found
 
 
 def sessions_of(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
