@@ -97,6 +97,11 @@ def test_how_many_days_ago_names_no_window_but_still_sees_only_what_was_said_by_
     ("autumn of 2022", "2025-06-01", "2022-09-01", "2022-12-01"),
     ("the past month", "2024-03-31", "2024-02-29", None),
     ("the last 3 days", "2024-01-02", "2023-12-30", None),
+    ("last night", "2024-01-01", "2023-12-31", "2024-01-01"),
+    ("the day before yesterday", "2024-01-01", "2023-12-30", "2023-12-31"),
+    ("last February", "2024-02-10", "2023-02-01", "2023-03-01"),  # this February has not ended
+    ("last February", "2024-03-10", "2024-02-01", "2024-03-01"),
+    ("last December", "2024-01-10", "2023-12-01", "2024-01-01"),
 ])
 def test_the_vocabulary_at_several_asking_times(phrase, asked, since, until):
     named = named_window(f"what did we do {phrase}", datetime.fromisoformat(asked).replace(tzinfo=UTC))

@@ -9,7 +9,8 @@ extractors read (``memctl.extract.dates``), each taken as the whole stretch it n
 - "early", "mid" or "late" and a year: its first four months, the four after, the last four;
 - a year after "in", "during", "throughout" or "around": that year;
 - a capitalised month alone ("in October"): the latest October that has begun;
-- "yesterday"; "last week" (the seven days before today), "last month", "last year"
+- "yesterday" (and "last night"), "the day before yesterday"; "last February" (the latest
+  February that has ended); "last week" (the seven days before today), "last month", "last year"
   (the calendar ones before this); "N days / weeks / months / years ago";
 - "this week" (from its Monday), "this month", "this year": all of it (recall looks no
   later than the asking time); "the past two weeks", "the last 3 days", "the past
@@ -107,7 +108,10 @@ _BOUND_MONTH = r"\b(?P<bound>[Ss]ince|[Ff]rom|[Aa]fter|[Bb]efore|[Uu]ntil|[Tt]il
 # The word that makes a stretch one end of the window, right before its phrase.
 _BOUND = re.compile(r"(?i)\b(?P<bound>since|from|after|before|until|till)\s+(?:the\s+)?\Z")
 # "Today" is not read: "what do we use today" asks about the present, which is the default.
-_YESTERDAY = r"(?i)\byesterday\b"
+_YESTERDAY = r"(?i)\b(?:yesterday|last\s+night)\b"
+_DAY_BEFORE_YESTERDAY = r"(?i)\b(?:the\s+)?day\s+before\s+yesterday\b"
+# "last February": the latest February that has ended (asked in February, a year back).
+_LAST_MONTH_NAMED = r"\b[Ll]ast\s+(?P<mon>{month})\b(?!\.?,?\s*\d)"
 _WEEKDAY = r"(?i)\b(?:last|on|this\s+past)\s+(?P<weekday>{})\b".format("|".join(_WEEKDAYS))
 _LAST_WEEKEND = r"(?i)\b(?:last|this\s+past)\s+weekend\b"
 _THIS = r"(?i)\bthis\s+(?P<unit>week|month|year)\b"
@@ -133,6 +137,10 @@ def _readings(now: datetime) -> tuple[tuple[re.Pattern[str], Start, End], ...]:
     def day(match: re.Match[str]) -> datetime | None:
         year, month, number = dates.day_parts(match.group(0))
         return None if year is None else dates.utc_day(year, month, number)  # "on June 20": which year's?
+
+    def latest_month_ended(match: re.Match[str]) -> datetime:
+        month = dates.MONTH_NUMBER[match["mon"].lower()]
+        return dates.utc_day(now.year - (month >= now.month), month, 1)
 
     def latest_month_named(match: re.Match[str]) -> datetime:
         month = dates.MONTH_NUMBER[match["mon"].lower()]
@@ -188,11 +196,14 @@ def _readings(now: datetime) -> tuple[tuple[re.Pattern[str], Start, End], ...]:
 
     return (
         (dates.EXPLICIT_DAY, day, span(units["day"])),
+        (re.compile(_DAY_BEFORE_YESTERDAY), lambda _: dates.relative_day("yesterday", now) - units["day"],
+         span(units["day"])),
         (re.compile(_YESTERDAY), lambda _: dates.relative_day("yesterday", now), span(units["day"])),
         (re.compile(_WEEKDAY), weekday, span(units["day"])),
         (re.compile(_LAST_WEEKEND), last_weekend, span(relativedelta(days=2))),
         (dates.MONTH_OF_YEAR, dates.month_of_year, span(units["month"])),
         (dates.QUARTER, dates.quarter, span(relativedelta(months=3))),
+        (re.compile(_LAST_MONTH_NAMED.format(month=dates.CAPITALISED_MONTH)), latest_month_ended, span(units["month"])),
         (dates.IN_MONTH, latest_month_named, span(units["month"])),
         (re.compile(_BOUND_MONTH.format(month=dates.CAPITALISED_MONTH)), latest_month_named, span(units["month"])),
         (re.compile(_SEASON), season, span(relativedelta(months=3))),
