@@ -102,6 +102,8 @@ def test_how_many_days_ago_names_no_window_but_still_sees_only_what_was_said_by_
     ("last February", "2024-02-10", "2023-02-01", "2023-03-01"),  # this February has not ended
     ("last February", "2024-03-10", "2024-02-01", "2024-03-01"),
     ("last December", "2024-01-10", "2023-12-01", "2024-01-01"),
+    ("a few weeks ago", "2024-01-10", "2023-12-06", "2023-12-27"),
+    ("several days ago", "2024-01-03", "2023-12-29", "2024-01-01"),
 ])
 def test_the_vocabulary_at_several_asking_times(phrase, asked, since, until):
     named = named_window(f"what did we do {phrase}", datetime.fromisoformat(asked).replace(tzinfo=UTC))

@@ -11,7 +11,8 @@ extractors read (``memctl.extract.dates``), each taken as the whole stretch it n
 - a capitalised month alone ("in October"): the latest October that has begun;
 - "yesterday" (and "last night"), "the day before yesterday"; "last February" (the latest
   February that has ended); "last week" (the seven days before today), "last month", "last year"
-  (the calendar ones before this); "N days / weeks / months / years ago";
+  (the calendar ones before this); "N days / weeks / months / years ago"; "a few" (or
+  "several") "days / weeks / months ago": from five of them back to two;
 - "this week" (from its Monday), "this month", "this year": all of it (recall looks no
   later than the asking time); "the past two weeks", "the last 3 days", "the past
   month": back that far from today, open towards the asking time;
@@ -109,6 +110,9 @@ _BOUND_MONTH = r"\b(?P<bound>[Ss]ince|[Ff]rom|[Aa]fter|[Bb]efore|[Uu]ntil|[Tt]il
 _BOUND = re.compile(r"(?i)\b(?P<bound>since|from|after|before|until|till)\s+(?:the\s+)?\Z")
 # "Today" is not read: "what do we use today" asks about the present, which is the default.
 _YESTERDAY = r"(?i)\b(?:yesterday|last\s+night)\b"
+# "A few weeks ago", "several days ago": from five of the unit back to two.
+_A_FEW_AGO = r"(?i)\b(?:a\s+few|several)\s+(?P<unit>day|week|month)s\s+ago\b"
+A_FEW = (2, 5)
 _DAY_BEFORE_YESTERDAY = r"(?i)\b(?:the\s+)?day\s+before\s+yesterday\b"
 # "last February": the latest February that has ended (asked in February, a year back).
 _LAST_MONTH_NAMED = r"\b[Ll]ast\s+(?P<mon>{month})\b(?!\.?,?\s*\d)"
@@ -209,6 +213,8 @@ def _readings(now: datetime) -> tuple[tuple[re.Pattern[str], Start, End], ...]:
         (re.compile(_SEASON), season, span(relativedelta(months=3))),
         (re.compile(_PART_OF_YEAR), part_of_year, span(relativedelta(months=4))),
         (dates.AGO, lambda m: dates.ago(m, now)[0], one_of_its_unit),
+        (re.compile(_A_FEW_AGO), lambda m: today - A_FEW[1] * units[m["unit"].lower()],
+         lambda first, m: first + (A_FEW[1] - A_FEW[0]) * units[m["unit"].lower()]),
         (re.compile(_PAST.format(numbers="|".join(sorted(dates.NUMBERS, key=len, reverse=True)))), past,
          lambda *_: None),
         (dates.LAST, lambda m: dates.ago(m, now)[0], one_of_its_unit),
