@@ -4,10 +4,10 @@ An episode is a whole turn, often pages of it (a pasted log, a diff, the assista
 long reply); an agent asking ten questions cannot take ten transcripts each time. A
 snippet is the lines holding the words the question matched, those with the most
 different words first, then the line after each while there is room (the answer to a
-question is often the next line) — the rest of a recall's episodes get their best line
-alone —, each under the role that said it ("User: ",
-"Assistant: ") and cut around its first hit when long, in their order in the turn, up to about
-``SNIPPET_CHARS``. Hits come marked by the text index (``HIT_START``/``HIT_END``, FTS5's
+question is often the next line), each under the role that said it ("User: ",
+"Assistant: ") and cut around its first hit when long, in their order in the turn: about
+``SNIPPET_CHARS`` for the best few episodes of a recall, their best line alone for the
+rest. Hits come marked by the text index (``HIT_START``/``HIT_END``, FTS5's
 ``highlight``: stemmed as the search was) and leave here marked ``**like this**``; the
 text's own markdown bold is taken out, so that every mark is a hit.
 
@@ -31,7 +31,10 @@ BRIEF_CHARS = 80
 def room_at(rank: int) -> int:
     """The room for the snippet of the episode at ``rank`` (0: the best) in a recall."""
     return SNIPPET_CHARS if rank < DETAILED else BRIEF_CHARS
-# Control characters no stored text holds (sources take them out): the index's marks.
+
+
+# Control characters, which a stored text holds only by accident: the index's marks (one
+# that holds them is shown unmarked: ``search.episodes_by_id``).
 HIT_START, HIT_END = "\x02", "\x03"
 _HIT = re.compile(f"{HIT_START}(.*?){HIT_END}", re.S)
 _SPACE = re.compile(r"\s+")

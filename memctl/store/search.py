@@ -245,6 +245,7 @@ class SessionSizes(NamedTuple):
 # apart that a connection's reused id might mix up.
 _sizes: dict[int, SessionSizes] = {}
 _sizes_lock = threading.Lock()
+MAX_SIZES_KEPT = 64
 
 
 def _session_sizes(db: Queryable, sessions: list[str]) -> SessionSizes:
@@ -262,6 +263,8 @@ def _session_sizes(db: Queryable, sessions: list[str]) -> SessionSizes:
         known.turns_of.update(db.execute(f"SELECT {SESSION}, count(*) FROM episodes e WHERE {SESSION} IN ({marks}) "
                                          f"AND e.status = 'active' GROUP BY {SESSION}", chunk).fetchall())
     with _sizes_lock:
+        if len(_sizes) >= MAX_SIZES_KEPT and id(db) not in _sizes:  # connections come and go (tests, threads)
+            _sizes.clear()
         _sizes[id(db)] = known
     return known
 
