@@ -136,26 +136,29 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         query: Annotated[str, Field(description='What to look for, in words; "quoted words" match as a phrase.')],
         as_of: Time = None,
         known_at: Time = None,
+        since: Time = None,
+        until: Time = None,
+        kind: Annotated[str, Field(description="all (facts and episodes), fact or episode.")] = "all",
         limit: Annotated[int, Field(description="At most this many results.")] = 10,
         history: Annotated[bool, Field(description="Every valid time of the matching facts, not one instant.")] = False,
         full: Annotated[bool, Field(description="Each episode's whole text, not the lines that matched (long: "
                                                 "prefer get_episode for the one you need).")] = False,
     ) -> CallToolResult:
         """Find what was said (episodes) and what was extracted (facts), best first: facts true at as_of,
-        episodes said by then, as memctl knew them at known_at. Without as_of, a time the query names ("in
-        March 2024", "mid 2023", "since last month") is the window: facts true at some time in it, episodes
-        said in it (since, until and time_words say so); a query that only asks what happened then ("what
-        changed last month") lists the window's changed facts and sessions, latest first (what_happened).
-        With no time at all, facts true now, and also those that ended, each with its status (current,
-        ended, superseded): one that was replaced comes right after what replaced it. "What did billing use
-        before Postgres" (or "after MySQL") puts first what held next to the value named, in its timeline.
-        as_of is when the question is asked: "two weeks ago", "last spring", "in May" are read from it.
+        episodes said by then, as memctl knew them at known_at. as_of is when the question is asked (default
+        now): a time the query names ("in March 2024", "two weeks ago", "last spring") is read from it and is
+        the window, as since/until would be: facts true at some time in it, episodes said in it (and, for what
+        held then, before it); since, until and time_words say so. A query that only asks what happened then
+        ("what changed last month") lists the window's changed facts and sessions, latest first
+        (what_happened). With no time at all, facts true now, and also those that ended, each with its status
+        (current, ended, superseded): one that was replaced comes right after what replaced it. "What did
+        billing use before Postgres" (or "after MySQL") puts first what held next to the value named.
         Episodes come as a snippet of the lines that matched (hits **marked**), with their length (chars) and
         their session: its place in "sessions", which gives the session's source file;
         get_episode(episode_id) gives one whole. An episode whose statement a later value replaced says so
         (superseded_by: the facts that replaced it): do not take it as current. As `memctl recall --json`."""
-        return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, limit=limit, history=history,
-                                             full=full))
+        return _answer(lambda: memory.recall(query, as_of=as_of, known_at=known_at, since=since, until=until,
+                                             kind=kind, limit=limit, history=history, full=full))
 
     @server.tool(annotations=READ_ONLY)
     def get_episode(

@@ -28,7 +28,7 @@ FIXTURE = REPO / "fixtures" / "team.facts.jsonl"
 
 TOOLS = {
     "add_memory": ["content", "reference_time", "source", "facts"],
-    "recall": ["query", "as_of", "known_at", "limit", "history", "full"],
+    "recall": ["query", "as_of", "known_at", "since", "until", "kind", "limit", "history", "full"],
     "get_episode": ["episode_id"],
     "delete_episode": ["episode_id", "purge"],
     "list_episodes": ["source", "since", "until", "limit"],
@@ -186,6 +186,10 @@ def test_recall_gives_the_lines_that_matched_and_get_episode_the_whole(mcp):
     [whole] = [hit for hit in mcp.ok("recall", query="zookeeper flake", full=True)["results"]
                if hit.get("episode_id") == added["episode_id"]]
     assert whole["text"] == content
+    assert mcp.ok("recall", query="zookeeper flake", kind="fact")["results"] == []  # the text is no fact
+    later = mcp.ok("recall", query="zookeeper flake", since="2025-06-01")
+    assert added["episode_id"] not in [hit.get("episode_id") for hit in later["results"]]
+    assert "kind must be all, fact or episode" in mcp.error("recall", query="zookeeper", kind="facts")
     shown = mcp.ok("get_episode", episode_id=added["episode_id"][:12])
     assert (shown["id"], shown["content"]) == (added["episode_id"], content)
 
