@@ -708,6 +708,32 @@ def episodes(
         typer.echo("memctl: no episodes match", err=True)
 
 
+@app.command()
+def sessions(
+    since: Annotated[Optional[str], typer.Option("--since", help="Sessions that said something from this time on. "
+                                                 + TIME_HELP)] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="...and before this time. " + TIME_HELP)] = None,
+    limit: Annotated[Optional[int], typer.Option(
+        "--limit", help=f"At most this many (default: {EPISODES_SHOWN} in the table, all with --json).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List sessions (a session file, or a conversation of an export), the latest first:
+    each with its first request, its span and how many episodes it has.
+
+    Example: memctl sessions --since 2025-03-01
+    """
+    shown = limit if limit is not None or as_json else EPISODES_SHOWN
+    rows = _memory().sessions(since=_instant(since, "--since"), until=_instant(until, "--until"), limit=shown)
+    if as_json:
+        _print_json(rows)
+    else:
+        _console().print(_table(None, ["session", "first request", "from", "to", "episodes"], [
+            [_source_name(r.source) + (f"#{r.conversation}" if r.conversation else ""), r.title, _day(r.first_at),
+             _day(r.last_at), str(r.episodes)] for r in rows]))
+    if not rows:
+        typer.echo("memctl: no sessions match", err=True)
+
+
 def _stored_source(memory, source: str | None) -> str | Path | None:
     """A source as the user names it: a file (relative, say; stored resolved), a file
     deleted since its ingest (its episodes stay under its absolute path), or a source as

@@ -192,6 +192,17 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         return _listed("episodes", lambda: memory.episodes(source=source, since=since, until=until, limit=limit))
 
     @server.tool(annotations=READ_ONLY)
+    def list_sessions(
+        since: Time = None,
+        until: Time = None,
+        limit: Annotated[int, Field(description="At most this many.")] = 50,
+    ) -> CallToolResult:
+        """Sessions (a session file, or a conversation of an export) that said something in [since, until),
+        the latest first: {"sessions": [...]}, each with its first request (title), first_at, last_at and
+        episodes. list_episodes(source=...) lists one's episodes. As `memctl sessions --json`."""
+        return _listed("sessions", lambda: memory.sessions(since=since, until=until, limit=limit))
+
+    @server.tool(annotations=READ_ONLY)
     def entity_history(
         entity: Annotated[str, Field(description="The entity's name (case and punctuation do not matter).")],
     ) -> CallToolResult:

@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING, Literal
 
 from memctl import names, times
 from memctl.errors import BadInput, NotFound
-from memctl.results import EpisodeDetail, EpisodeSummary, Fact, History, Operation, RecallResult, Slot, Stats
+from memctl.results import (
+    EpisodeDetail,
+    EpisodeSummary,
+    Fact,
+    History,
+    Operation,
+    RecallResult,
+    SessionListing,
+    Slot,
+    Stats,
+)
 from memctl.store import reads
 from memctl.store.connection import Clock, Connections, system_clock
 
@@ -197,6 +207,17 @@ class Memory:
         ``format``, said in [``since``, ``until``)."""
         with self.connections.reading() as db:
             return reads.episodes(db, limit=limit, **self._episode_filter(source, status, format, since, until, limit))
+
+    def sessions(self, *, since: str | None = None, until: str | None = None,
+                 limit: int | None = None) -> list[SessionListing]:
+        """The sessions (a session file, a conversation of an export) that said something in
+        [``since``, ``until``), the latest first, each with its title, span and episodes."""
+        from memctl.store import search
+
+        _at_least_one(limit)
+        with self.connections.reading() as db:
+            return search.sessions_listed(db, times.instant_argument(since, what="since"),
+                                          times.instant_argument(until, what="until"), limit)
 
     def episode_count(self, *, source: str | Path | None = None, status: str | None = None, since: str | None = None,
                       until: str | None = None, format: str | None = None) -> int:

@@ -163,6 +163,23 @@ class RecallResult(ReadRecord, _RecallResultFields):
         return data
 
 
+class _SessionListingFields(NamedTuple):
+    session: str  # its key: the source, and in a source of many conversations (an export) "source#conversation"
+    source: str
+    conversation: str | None  # in an export, the conversation's id (else its place in the file)
+    format: str
+    title: str  # its first substantive request (a greeting says nothing of it), its first line cut short
+    first_at: str  # when its first and last turns held now were said
+    last_at: str
+    episodes: int
+
+
+class SessionListing(ReadRecord, _SessionListingFields):
+    """One session (a session file, a conversation of an export) as ``memctl sessions`` lists it."""
+
+    __slots__ = ()
+
+
 class _SlotFields(NamedTuple):
     predicate: str
     cardinality: str

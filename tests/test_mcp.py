@@ -32,11 +32,12 @@ TOOLS = {
     "get_episode": ["episode_id"],
     "delete_episode": ["episode_id", "purge"],
     "list_episodes": ["source", "since", "until", "limit"],
+    "list_sessions": ["since", "until", "limit"],
     "entity_history": ["entity"],
     "list_operations": ["limit"],
     "undo_operation": ["operation_id"],
 }
-READ_ONLY = {"recall", "get_episode", "list_episodes", "entity_history", "list_operations"}
+READ_ONLY = {"recall", "get_episode", "list_episodes", "list_sessions", "entity_history", "list_operations"}
 DESTRUCTIVE = {"delete_episode", "undo_operation"}
 
 
@@ -190,6 +191,9 @@ def test_recall_gives_the_lines_that_matched_and_get_episode_the_whole(mcp):
     later = mcp.ok("recall", query="zookeeper flake", since="2025-06-01")
     assert added["episode_id"] not in [hit.get("episode_id") for hit in later["results"]]
     assert "kind must be all, fact or episode" in mcp.error("recall", query="zookeeper", kind="facts")
+    [session] = [s for s in mcp.ok("list_sessions", since="2025-05-01", until="2025-05-02")["sessions"]
+                 if s["source"] == "test://long"]
+    assert (session["title"], session["episodes"]) == ("the release pipeline is flaky", 1)
     shown = mcp.ok("get_episode", episode_id=added["episode_id"][:12])
     assert (shown["id"], shown["content"]) == (added["episode_id"], content)
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
 
-from memctl.results import REPLY_PREFIX, USER_PREFIX, EpisodeHit, Fact
+from memctl.results import REPLY_PREFIX, USER_PREFIX, EpisodeHit, Fact, SessionListing
 from memctl.store import Queryable, in_chunks
 from memctl.store.reads import facts_where, time_window, with_episodes
 
@@ -483,6 +483,42 @@ def what_happened(db: Queryable, window: Window, kinds: set[str], limit: int) ->
                     FROM episodes e WHERE {condition})
                 WHERE n = 1 ORDER BY latest DESC, id LIMIT ?""", [*_SLIGHT_TURN_PARAMS, *params, limit])]
     return sorted(found, key=lambda item: (item[0], item[1]), reverse=True)[:limit]
+
+
+TITLE_CHARS = 100
+
+
+def sessions_listed(db: Queryable, since: str | None, until: str | None, limit: int | None) -> list[SessionListing]:
+    """The sessions that said something in [``since``, ``until``) (active episodes), the
+    latest first: each with its span, its episodes there, and as its title the first line
+    of its first turn there that asks for something (``_SLIGHT_TURN``: not a greeting)."""
+    # Said at any time in [since, until) (history: no asking time), as held now.
+    condition, params = episode_window("e", Window(as_of="", since=since, until=until, history=True))
+    rows = db.execute(
+        f"""SELECT session, source, conversation, format, first_at, last_at, n, id FROM (
+                SELECT {SESSION} AS session, e.source, e.session AS conversation, e.format, e.id,
+                       min(e.reference_time) OVER whole AS first_at, max(e.reference_time) OVER whole AS last_at,
+                       count(*) OVER whole AS n,
+                       row_number() OVER (PARTITION BY {SESSION} ORDER BY {_SLIGHT_TURN}, e.reference_time,
+                                                                        e.position) AS place
+                FROM episodes e WHERE {condition}
+                WINDOW whole AS (PARTITION BY {SESSION}))
+            WHERE place = 1 ORDER BY last_at DESC, session {"LIMIT ?" if limit else ""}""",
+        [*_SLIGHT_TURN_PARAMS, *params, *([limit] if limit else [])]).fetchall()
+    titles: dict[str, str] = {}
+    for chunk, marks in in_chunks([row[7] for row in rows]):
+        titles.update((episode_id, _title(content)) for episode_id, content in db.execute(
+            f"SELECT id, content FROM episodes WHERE id IN ({marks})", chunk))
+    return [SessionListing(session=session, source=source, conversation=conversation, format=format,
+                           title=titles.get(title_id, ""), first_at=first_at, last_at=last_at, episodes=count)
+            for session, source, conversation, format, first_at, last_at, count, title_id in rows]
+
+
+def _title(content: str) -> str:
+    """The first line of a turn's user part (or of its text), cut at TITLE_CHARS."""
+    said = content.removeprefix(USER_PREFIX).split("\n\n" + REPLY_PREFIX, 1)[0].strip()
+    line = said.splitlines()[0].strip() if said else ""
+    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 1].rstrip() + "…"
 
 
 # --- reading what the rankers found ------------------------------------------------------
