@@ -709,6 +709,39 @@ def episodes(
 
 
 @app.command()
+def summary(
+    entity: Annotated[str, typer.Argument(help="Entity name (matched ignoring case and punctuation).")],
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="What held at this time (default: now). " + TIME_HELP)] = None,
+    known_at: Annotated[Optional[str], typer.Option("--known-at", help="What memctl believed at this time. " + TIME_HELP)] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """What holds about an entity, since when, what it replaced and what ended, in a few lines.
+
+    Example: memctl summary billing --as-of 2025-01-01
+    """
+    memory = _memory()
+    when = {"as_of": _instant(as_of, "--as-of"), "known_at": _instant(known_at, "--known-at")}
+    try:
+        data = memory.summary(entity, **when)
+    except NotFound as error:
+        # A name that matches nothing is an empty answer, as history's is, not bad input.
+        typer.echo(f"memctl: {error}; try 'memctl recall {entity}'", err=True)
+        if as_json:
+            from memctl import times
+            from memctl.results import EntitySummary
+            from memctl.summary import offline_summary
+
+            at = times.instant_argument(when["as_of"] or when["known_at"], what="as_of") or memory.now()
+            _print_json(EntitySummary(entity=entity, as_of=at, known_at=times.instant_argument(
+                when["known_at"], what="known_at"), summary=offline_summary(entity, [], at), fact_ids=[]))
+        return
+    if as_json:
+        _print_json(data)
+    else:
+        typer.echo(data.summary)
+
+
+@app.command()
 def sessions(
     since: Annotated[Optional[str], typer.Option("--since", help="Sessions that said something from this time on. "
                                                  + TIME_HELP)] = None,

@@ -210,6 +210,17 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         return _answer(lambda: memory.history(entity))
 
     @server.tool(annotations=READ_ONLY)
+    def entity_summary(
+        entity: Annotated[str, Field(description="The entity's name (case and punctuation do not matter).")],
+        as_of: Time = None,
+        known_at: Time = None,
+    ) -> CallToolResult:
+        """What holds about an entity at as_of (default now), as memctl knew it at known_at: each slot's
+        value(s) since when and what they replaced, and what ended, in at most 600 characters (summary),
+        with the facts it was built from (fact_ids). As `memctl summary ENTITY --json`."""
+        return _answer(lambda: memory.summary(entity, as_of=as_of, known_at=known_at))
+
+    @server.tool(annotations=READ_ONLY)
     def list_operations(
         limit: Annotated[int, Field(description="Only the last this many.")] = 50,
     ) -> CallToolResult:

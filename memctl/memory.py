@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from memctl import names, times
 from memctl.errors import BadInput, NotFound
 from memctl.results import (
+    EntitySummary,
     EpisodeDetail,
     EpisodeSummary,
     Fact,
@@ -260,6 +261,21 @@ class Memory:
                 slot = slots.setdefault(predicate_key, Slot(fact.predicate, fact.cardinality, []))
                 slot.facts.append(fact)
         return History(entity=found[1], slots=list(slots.values()))
+
+    def summary(self, entity: str, *, as_of: str | None = None, known_at: str | None = None) -> EntitySummary:
+        """What holds about ``entity`` at ``as_of`` (default: ``known_at``, else now), as
+        memctl held it at ``known_at``: ``memctl.summary``."""
+        from memctl.summary import offline_summary
+
+        known = times.instant_argument(known_at, what="known_at")
+        at = times.instant_argument(as_of, what="as_of") or known or self.now()
+        with self.connections.reading() as db:
+            found = reads.entity_named(db, names.entity_key(entity))
+            if found is None:
+                raise NotFound(f"no entity named {entity!r}")
+            facts = reads.facts_of_subject_at(db, found[0], at, known)
+        return EntitySummary(entity=found[1], as_of=at, known_at=known, summary=offline_summary(found[1], facts, at),
+                             fact_ids=[fact.fact_id for fact in facts])
 
     def stats(self) -> Stats:
         with self.connections.reading() as db:

@@ -180,6 +180,18 @@ class SessionListing(ReadRecord, _SessionListingFields):
     __slots__ = ()
 
 
+class _EntitySummaryFields(NamedTuple):
+    entity: str
+    as_of: str
+    known_at: str | None
+    summary: str  # memctl.summary: what holds, since when, what it replaced, what ended
+    fact_ids: list[int]  # the facts it was built from
+
+
+class EntitySummary(ReadRecord, _EntitySummaryFields):
+    __slots__ = ()
+
+
 class _SlotFields(NamedTuple):
     predicate: str
     cardinality: str

@@ -34,10 +34,12 @@ TOOLS = {
     "list_episodes": ["source", "since", "until", "limit"],
     "list_sessions": ["since", "until", "limit"],
     "entity_history": ["entity"],
+    "entity_summary": ["entity", "as_of", "known_at"],
     "list_operations": ["limit"],
     "undo_operation": ["operation_id"],
 }
-READ_ONLY = {"recall", "get_episode", "list_episodes", "list_sessions", "entity_history", "list_operations"}
+READ_ONLY = {"recall", "get_episode", "list_episodes", "list_sessions", "entity_history", "entity_summary",
+             "list_operations"}
 DESTRUCTIVE = {"delete_episode", "undo_operation"}
 
 
@@ -129,6 +131,7 @@ def test_delete_episode_reopens_the_fact_it_had_superseded(mcp):
     assert [(f["object"], f["invalid_at"]) for f in plan["reopened"]] == [("MySQL", None)]
     [slot] = mcp.ok("entity_history", entity="Ledger")["slots"]
     assert [(f["object"], f["invalid_at"]) for f in slot["facts"]] == [("MySQL", None)]
+    assert "primary database MySQL (since 2021-03-03)" in mcp.ok("entity_summary", entity="ledger")["summary"]
 
     undone = mcp.ok("undo_operation", operation_id=plan["operation_id"])
     assert undone["applied"] and undone["undo"] == plan["operation_id"]

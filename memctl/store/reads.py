@@ -63,6 +63,15 @@ def facts_of_subject(db: Queryable, subject_id: int, now: str) -> list[tuple[Fac
     return list(zip(with_episodes(db, [fact for fact, _ in facts], None), [key for _, key in facts], strict=True))
 
 
+def facts_of_subject_at(db: Queryable, subject_id: int, as_of: str, known_at: str | None) -> list[Fact]:
+    """The facts of an entity that began by ``as_of``, as held at ``known_at``, with their
+    status at ``as_of`` and their predicate key, by slot and time."""
+    condition, params = time_window("f", known_at=known_at)
+    return [fact._replace(predicate_key=key) for fact, key in facts_where(
+        db, f"{condition} AND f.subject_id = ? AND f.valid_at <= ?", [*params, subject_id, as_of],
+        order="f.predicate_key, f.valid_at, f.id", status_at=as_of)]
+
+
 def facts_of_episode(db: Queryable, episode_id: str, now: str) -> list[Fact]:
     """The current facts an episode's active assertions support."""
     condition, params = time_window("f", known_at=None)
