@@ -41,3 +41,13 @@ def test_the_first_readme_command_answers_mysql(raw_cli, monkeypatch, tmp_path):
         assert done.code == 0, done.err
         outputs.append(done.out)
     assert "MySQL" in outputs[-1]
+
+
+def test_the_library_example_in_the_docs_runs(monkeypatch, tmp_path, capsys):
+    """docs/library.md's Python example, as written, on a database of its own."""
+    text = (ROOT / "docs" / "library.md").read_text()
+    code = text[text.index("```python\n") + 10:text.index("\n```", text.index("```python\n"))]
+    monkeypatch.chdir(ROOT)
+    exec(compile(code.replace('"demo.db"', repr(str(tmp_path / "demo.db"))), "docs/library.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert printed.startswith("[('MySQL', '2023-02-14T09:12:00.000000Z', 'current')") and "no entity named 'nobody'" in printed
