@@ -719,21 +719,13 @@ def summary(
 
     Example: memctl summary billing --as-of 2025-01-01
     """
-    memory = _memory()
-    when = {"as_of": _instant(as_of, "--as-of"), "known_at": _instant(known_at, "--known-at")}
     try:
-        data = memory.summary(entity, **when)
+        data = _memory().summary(entity, as_of=_instant(as_of, "--as-of"), known_at=_instant(known_at, "--known-at"))
     except NotFound as error:
         # A name that matches nothing is an empty answer, as history's is, not bad input.
         typer.echo(f"memctl: {error}; try 'memctl recall {entity}'", err=True)
         if as_json:
-            from memctl import times
-            from memctl.results import EntitySummary
-            from memctl.summary import offline_summary
-
-            at = times.instant_argument(when["as_of"] or when["known_at"], what="as_of") or memory.now()
-            _print_json(EntitySummary(entity=entity, as_of=at, known_at=times.instant_argument(
-                when["known_at"], what="known_at"), summary=offline_summary(entity, [], at), fact_ids=[]))
+            _print_json({"entity": entity, "summary": None, "fact_ids": []})
         return
     if as_json:
         _print_json(data)

@@ -152,14 +152,9 @@ SESSION_BUDGET = 4000
 K1, B = 1.2, 0.75
 
 
-def session_of(alias: str) -> str:
-    """The SQL of an episode's session: its source, and in a source of many conversations
-    (an export) the conversation (schema 0014 indexes exactly this expression)."""
-    return (f"(CASE WHEN {alias}.session IS NULL THEN {alias}.source "
-            f"ELSE {alias}.source || '#' || {alias}.session END)")
-
-
-SESSION = session_of("e")
+# The SQL of an episode ``e``'s session: its source, and in a source of many conversations
+# (an export) the conversation (schema 0014 indexes this expression, spelt alike).
+SESSION = "(CASE WHEN e.session IS NULL THEN e.source ELSE e.source || '#' || e.session END)"
 
 
 class SessionHit(NamedTuple):
