@@ -518,7 +518,7 @@ def embed(
 @app.command()
 def undo(
     targets: Annotated[Optional[list[str]], typer.Argument(
-        help="Episode or ingest-operation ids (or unique prefixes), or one repair, retry or undo operation.")] = None,
+        help="Episode or ingest-operation ids (or unique prefixes), or one repair, retry, undo or resolve operation.")] = None,
     source: Annotated[Optional[Path], typer.Option("--source", help="Every episode that came from this file.")] = None,
     apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
     purge: Annotated[bool, typer.Option("--purge", help="Erase the episodes and their content for good (e.g. secrets).")] = False,
@@ -554,7 +554,7 @@ def _print_undo(plan) -> None:
     if plan.already_undone and kind:
         console.print(f"nothing to undo: {what} was already undone")
         return
-    if kind in ("retry", "undo") and not plan.episodes:
+    if kind in ("retry", "undo", "resolve") and not plan.episodes:
         console.print(f"nothing to undo: every episode of {what} changed since: {', '.join(plan.changed_since)}")
         return
     if not kind and not plan.episodes and not reverted:
@@ -731,6 +731,56 @@ def summary(
         _print_json(data)
     else:
         typer.echo(data.summary)
+
+
+@app.command()
+def conflicts(
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="Open at this time (default: now). " + TIME_HELP)] = None,
+    known_at: Annotated[Optional[str], typer.Option("--known-at", help="As memctl held it at this time. " + TIME_HELP)] = None,
+    closed: Annotated[bool, typer.Option("--closed", help="Also those a later statement closed.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List statements that contradict each other: two values of a one-valued slot whose
+    times meet (docs/conflicts.md), the latest first. Settle one with memctl resolve.
+
+    Example: memctl conflicts --as-of 2024-06-30
+    """
+    rows = _memory().conflicts(as_of=_instant(as_of, "--as-of"), known_at=_instant(known_at, "--known-at"),
+                               closed=closed)
+    if as_json:
+        _print_json(rows)
+    else:
+        _console().print(_table(None, ["conflict", "slot", "values (said on)", "over", "holds"], [
+            [c.conflict_id + ("" if c.status == "open" else " (closed)"), f"{c.subject} {c.predicate}",
+             "; ".join(f"{value['value']} ({', '.join(_day(s['said_at']) for s in value['statements'])})"
+                       for value in c.values),
+             f"{_day(c.since)} → {_day(c.until)}", c.holds or ""] for c in rows]))
+    if not rows:
+        typer.echo("memctl: no conflicts" + (" open" if not closed else ""), err=True)
+
+
+@app.command()
+def resolve(
+    conflict: Annotated[str, typer.Argument(help="Conflict id (or unique prefix), as memctl conflicts lists it.")],
+    keep: Annotated[str, typer.Option("--keep", help="The value to keep; the other values' statements are taken out.")],
+    apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Settle a conflict by keeping one value: the statements of the others stop counting
+    (their episodes stay). Undo with: memctl undo OPERATION_ID.
+
+    Example: memctl resolve cf_3b1f --keep Postgres --apply
+    """
+    result = _memory().resolve(conflict, keep=keep, apply=apply)
+    if as_json:
+        _print_json(result)
+        return
+    console = _console()
+    console.print(_table(f"Keeping {result.keep}: statements taken out", ["value", "statement", "said", "episode"], [
+        [row["value"], row["fact"], _day(row["said_at"]), row["episode_id"]] for row in result.dropped]))
+    title = (f"Resolved {result.conflict_id}, operation {result.operation_id} (memctl undo {result.operation_id})"
+             if result.applied else f"Plan for resolving {result.conflict_id} (nothing changed; pass --apply)")
+    console.print(_effects_table(title, result.effects))
 
 
 @app.command()

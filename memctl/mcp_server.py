@@ -221,6 +221,18 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         return _answer(lambda: memory.summary(entity, as_of=as_of, known_at=known_at))
 
     @server.tool(annotations=READ_ONLY)
+    def list_conflicts(
+        as_of: Time = None,
+        known_at: Time = None,
+    ) -> CallToolResult:
+        """Statements that contradict each other (two values of a one-valued slot whose times meet),
+        open at as_of (default now), the latest first: {"conflicts": [...]}, each with its values, the
+        statements giving each (episode, dates, when said) and the value that holds (what recall answers).
+        Ask the user which is right rather than picking one; `memctl resolve` settles one.
+        As `memctl conflicts --json`."""
+        return _listed("conflicts", lambda: memory.conflicts(as_of=as_of, known_at=known_at))
+
+    @server.tool(annotations=READ_ONLY)
     def list_operations(
         limit: Annotated[int, Field(description="Only the last this many.")] = 50,
     ) -> CallToolResult:
@@ -233,7 +245,7 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         operation_id: Annotated[str, Field(description="The operation's id (op_…) or a unique prefix of it.")],
     ) -> CallToolResult:
         """Reverse one operation: an ingest or add_memory (its episodes go), or a repair, retry or undo
-        (what it changed comes back). Returns the plan that was applied. As `memctl undo OPERATION --apply --json`."""
+        (what it changed comes back); for a resolve, the statements it took out come back. Returns the plan that was applied. As `memctl undo OPERATION --apply --json`."""
         return _answer(lambda: memory.undo([_id_of("operation", "op_", operation_id, "delete_episode")], apply=True))
 
     return server

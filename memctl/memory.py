@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from memctl import names, times
 from memctl.errors import BadInput, NotFound
 from memctl.results import (
+    Conflict,
     EntitySummary,
     EpisodeDetail,
     EpisodeSummary,
@@ -36,7 +37,15 @@ if TYPE_CHECKING:
     from memctl.extract import Extractor
     from memctl.model import Episode
     from memctl.recall.rankers import Ranker
-    from memctl.reports import IngestReport, MemoryAdded, RebuildResult, RepairResult, RetryResult, UndoPlan
+    from memctl.reports import (
+        IngestReport,
+        MemoryAdded,
+        RebuildResult,
+        RepairResult,
+        RetryResult,
+        Settlement,
+        UndoPlan,
+    )
     from memctl.sources import IngestOptions
 
 
@@ -151,6 +160,15 @@ class Memory:
 
         with self.connections.writing() as db:
             return repair.repair_midnight_hallucinations(db, self.clock, apply=apply)
+
+    def resolve(self, conflict: str, *, keep: str, apply: bool = False) -> Settlement:
+        """Settle an open conflict (its id or a unique prefix) by keeping the value named
+        ``keep``: the other values' statements are taken out (``memctl.settle``). A preview
+        unless ``apply``; ``undo`` of its operation puts them back."""
+        from memctl.settle import settle
+
+        with self.connections.writing() as db:
+            return settle(db, self.clock, conflict, keep, apply=apply)
 
     def rebuild(self) -> RebuildResult:
         """Recompute every fact from the assertions; on a healthy store this changes nothing."""
@@ -276,6 +294,18 @@ class Memory:
             facts = reads.facts_of_subject_at(db, found[0], at, known)
         return EntitySummary(entity=found[1], as_of=at, known_at=known, summary=offline_summary(found[1], facts, at),
                              fact_ids=[fact.fact_id for fact in facts])
+
+    def conflicts(self, *, as_of: str | None = None, known_at: str | None = None,
+                  closed: bool = False) -> list[Conflict]:
+        """The open conflicts at ``as_of`` (default: ``known_at``, else now), as memctl held
+        them at ``known_at``, the latest first; with ``closed``, those a later statement
+        closed too (``memctl.conflicts``)."""
+        from memctl import conflicts
+
+        known = times.instant_argument(known_at, what="known_at")
+        at = times.instant_argument(as_of, what="as_of") or known or self.now()
+        with self.connections.reading() as db:
+            return conflicts.listed(db, as_of=at, known_at=known, closed=closed)
 
     def stats(self) -> Stats:
         with self.connections.reading() as db:

@@ -100,7 +100,7 @@ class Effects(Record):
 
 EFFECTS = ("removed", "reopened", "changed", "added")
 
-UndoKind = Literal["episodes", "repair", "retry", "undo"]
+UndoKind = Literal["episodes", "repair", "retry", "undo", "resolve"]
 
 
 @record
@@ -108,7 +108,7 @@ class UndoPlan(Record):
     """What an undo removes and puts back; applied, or a preview.
 
     ``kind`` says what is undone: episodes (with the readings their ingest revised), or one
-    repair, retry or undo operation (``target``).
+    repair, retry, undo or resolve operation (``target``).
     """
 
     kind: UndoKind
@@ -171,6 +171,23 @@ class RetryResult(WithEffects):
     failed: list[str] = field(default_factory=list)  # extraction failed: left exactly as they were
     first_failure: str | None = None  # why the first of them failed
     dropped: list[str] = field(default_factory=list)  # "episode: assertion: why", wrong also after a retry
+    applied: bool = False
+    operation_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.flattened(super().to_json(), last=("applied", "operation_id"))
+
+
+@record
+class Settlement(WithEffects):
+    """What ``memctl resolve`` does to a conflict: the value kept, the statements of the
+    others taken out (``dropped``: each with its value, episode and sentence), and what
+    that does to the current facts. A preview unless ``applied``."""
+
+    conflict_id: str
+    keep: str
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    effects: Effects = field(default_factory=Effects)
     applied: bool = False
     operation_id: str | None = None
 

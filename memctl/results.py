@@ -82,6 +82,9 @@ class _FactFields(NamedTuple):
     cardinality: str
     episodes: list[str] | None = None
     status: FactStatus = "current"
+    # Set by recall when the fact is in an open conflict (memctl.conflicts): the other
+    # values stated over its time, each with its statement, episode and dates
+    conflicts: list[dict[str, Any]] | None = None
     score: float | None = None
     kind: Literal["fact"] | None = None  # set in recall's mixed lists
 
@@ -95,7 +98,7 @@ class Fact(ReadRecord, _FactFields):
     """
 
     __slots__ = ()
-    _OMITTED_WHEN_NONE = frozenset({"kind", "predicate_key", "episodes", "score"})
+    _OMITTED_WHEN_NONE = frozenset({"kind", "predicate_key", "episodes", "score", "conflicts"})
 
 
 class _EpisodeHitFields(NamedTuple):
@@ -190,6 +193,26 @@ class _EntitySummaryFields(NamedTuple):
 
 class EntitySummary(ReadRecord, _EntitySummaryFields):
     __slots__ = ()
+
+
+class _ConflictFields(NamedTuple):
+    conflict_id: str  # what `memctl resolve` takes
+    subject: str
+    predicate: str
+    since: str  # the valid time over which its statements' claims meet
+    until: str
+    status: Literal["open", "closed"]  # closed: a later statement settled it (closed_by)
+    holds: str | None  # the value the slot holds at the asking time: what recall answers
+    # Each value with the statements that give it: episode, sentence, dates, when said
+    values: list[dict[str, Any]]
+    closed_by: dict[str, Any] | None = None
+
+
+class Conflict(ReadRecord, _ConflictFields):
+    """Statements about a one-valued slot that cannot all be true (``memctl.conflicts``)."""
+
+    __slots__ = ()
+    _OMITTED_WHEN_NONE = frozenset({"closed_by"})
 
 
 class _SlotFields(NamedTuple):

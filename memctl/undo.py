@@ -1,4 +1,4 @@
-"""Undo: take episodes back out, or put back what a repair, a retry or an undo changed.
+"""Undo: take episodes back out, or put back what a repair, a retry, an undo or a resolve changed.
 
 Undoing episodes is the exact inverse of ingesting them: their assertions expire, the
 slots they touched are recomputed, and facts they had ended come back open. The
@@ -38,17 +38,19 @@ from memctl.store.episodes import (
     purge_episodes,
     recompute,
     rename,
+    restore_assertions,
     revert_retry,
     revert_revisions,
     revert_undo,
 )
-from memctl.store.facts import FactVersion, OperationChanges, SlotChanges, entity_names
+from memctl.store.facts import FactVersion, OperationChanges, SlotChanges
+from memctl.store.reads import entity_names
 from memctl.store.turns import let_others_in
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-UNDOABLE_OPERATIONS = ("repair", "retry", "undo")
+UNDOABLE_OPERATIONS = ("repair", "retry", "undo", "resolve")
 
 
 def _one(db: Queryable, target: str, tables: tuple[str, ...], what: str) -> str:
@@ -77,7 +79,7 @@ def resolve_targets(db: Database, targets: list[str], source: Path | None = None
         kind = journal.kind_of(db, found)
         if kind != "ingest":
             raise BadInput(f"{found} is a {kind} operation; undo takes episodes, ingest operations, "
-                           "or a repair, retry or undo operation on its own")
+                           "or a repair, retry, undo or resolve operation on its own")
         ids = reads.episode_ids_of_operation(db, found)
         if not ids:
             raise NotFound(f"{found} has no episodes left: they were purged or ingested again by a later operation")
@@ -253,7 +255,7 @@ def _undo_batch(db: Database, at: str, episode_ids: list[str], touched: Touched,
 
 
 def _undo_operation(db: Database, clock: Clock, operation_id: str, kind: UndoKind, *, apply: bool) -> UndoPlan:
-    """Put back what a repair, a retry or an undo of episodes changed; a plan unless ``apply``."""
+    """Put back what a repair, a retry, an undo of episodes or a resolve changed; a plan unless ``apply``."""
     plan = UndoPlan(kind=kind, target=operation_id)
     with tentative(db) as decision:
         done = journal.journaled_row(db, operation_id)
@@ -270,10 +272,14 @@ def _undo_operation(db: Database, clock: Clock, operation_id: str, kind: UndoKin
             touched = repair.restore(db, operation_id)
         elif kind == "retry":
             touched, plan.episodes, plan.changed_since = revert_retry(db, operation_id, done.at, at)
+        elif kind == "resolve":  # its statements back; the plan names their episodes
+            touched, restored, left = restore_assertions(db, done.command["assertions"], done.at, at)
+            plan.episodes = reads.episodes_of_assertions(db, restored)
+            plan.changed_since = reads.episodes_of_assertions(db, left)
         else:
             touched, plan.episodes, plan.changed_since = revert_undo(db, done.episode_ids, done.at, at)
         plan.effects = effects(db, recompute(db, at, touched))
-        if apply and (kind == "repair" or plan.episodes):
+        if apply and (kind == "repair" or plan.episodes):  # (a resolve's episodes: those it gives statements back)
             with journal.journaled(db, "undo", at, {"targets": [operation_id]}) as entry:
                 entry.counts = {"episodes": len(plan.episodes), **plan.effects.counts()}
                 entry.episode_ids = plan.episodes

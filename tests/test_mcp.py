@@ -35,11 +35,12 @@ TOOLS = {
     "list_sessions": ["since", "until", "limit"],
     "entity_history": ["entity"],
     "entity_summary": ["entity", "as_of", "known_at"],
+    "list_conflicts": ["as_of", "known_at"],
     "list_operations": ["limit"],
     "undo_operation": ["operation_id"],
 }
 READ_ONLY = {"recall", "get_episode", "list_episodes", "list_sessions", "entity_history", "entity_summary",
-             "list_operations"}
+             "list_conflicts", "list_operations"}
 DESTRUCTIVE = {"delete_episode", "undo_operation"}
 
 
@@ -114,6 +115,18 @@ def test_a_memory_without_a_time_is_stamped_within_the_call_and_says_so(mcp):
     after = to_storage(datetime.now(UTC))
     assert before <= added["reference_time"] <= after and added["reference_time_source"] == "call"
     assert memctl(mcp.db, "show", added["episode_id"])["reference_time_source"] == "call"
+
+
+def test_contradicting_memories_are_listed_and_flagged_in_recall(mcp):
+    for said_at, value, since in (("2024-05-01", "MySQL", "2023-01-01"), ("2024-06-01", "Postgres", "2022-01-01")):
+        mcp.ok("add_memory", content=f"Invoicing has used {value} since {since[:4]}.", reference_time=said_at,
+               facts=[{"subject": "invoicing", "predicate": "database", "object": value, "valid_at": since}])
+    [conflict] = mcp.ok("list_conflicts")["conflicts"]
+    assert (conflict["subject"], conflict["holds"]) == ("invoicing", "MySQL")
+    assert conflict == memctl(mcp.db, "conflicts")[0]
+    [found] = [r for r in mcp.ok("recall", query="invoicing database", kind="fact")["results"] if r["object"] == "MySQL"]
+    assert [(c["conflict_id"], c["value"]) for c in found["conflicts"]] == [(conflict["conflict_id"], "Postgres")]
+    assert mcp.ok("list_conflicts", as_of="2024-05-15") == {"conflicts": []}
 
 
 def test_delete_episode_reopens_the_fact_it_had_superseded(mcp):

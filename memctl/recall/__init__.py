@@ -139,6 +139,9 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     if not window.said_since and window.since is not None:
         scores = fusion.discount_episodes(scores, search.said_before(
             db, [str(key[1]) for key in scores if key[0] == "episode"], window.since))
+    # Facts that another statement contradicts: still found, lower, and said to be disputed.
+    conflicted = _conflicts(db, list(facts), window)
+    scores = fusion.discount_conflicted(scores, conflicted)
     if kind == "all":
         scores = fusion.reinforce(scores, {fact_id: fact.episodes or [] for fact_id, fact in facts.items()})
     best = fusion.ranked(scores, limit, timelines)
@@ -154,7 +157,8 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     for (item_kind, item_id), score in best:
         item: Fact | EpisodeHit
         if item_kind == "fact":  # a mixed list says what each result is
-            item = facts[int(item_id)]._replace(kind="fact", score=round(score, 6))
+            item = facts[int(item_id)]._replace(kind="fact", score=round(score, 6),
+                                                conflicts=conflicted.get(int(item_id)))
         else:
             item = episodes[str(item_id)]._replace(score=round(score, 6))
             if str(item_id) in replaced:
@@ -163,6 +167,19 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
                         unavailable=unavailable or None, since=given["since"], until=given["until"],
                         time_words=time_words)
+
+
+def _conflicts(db: Queryable, fact_ids: list[int], window: Window) -> dict[int, list[dict]]:
+    """The found facts in an open conflict, each with the other values' statements
+    (``memctl.conflicts``); read only where a fact's slot has another value at all."""
+    from memctl.store.conflicts import contested_facts
+
+    contested = contested_facts(db, fact_ids, window.known_at)
+    if not contested:
+        return {}
+    from memctl import conflicts
+
+    return conflicts.of_facts(db, contested, as_of=window.as_of, known_at=window.known_at)
 
 
 def _beside(db: Queryable, parsed: Query, scores: dict[fusion.Key, float], window: Window) -> list[int]:

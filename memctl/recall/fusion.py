@@ -17,6 +17,10 @@ K = 60
 # billing still use Redis?").
 PAST_WEIGHT = 0.75
 
+# What a fact in an open conflict counts of its score (Cortex's 0.8): still found, and
+# flagged, but below an answer as good that nothing contradicts.
+CONFLICT_WEIGHT = 0.8
+
 Key = tuple[str, int | str]  # ("fact", fact id) or ("episode", episode id)
 
 
@@ -90,6 +94,13 @@ def discount_episodes(scores: Mapping[Key, float], episode_ids: set[str]) -> dic
     that holds comes before the text that stated the old one), and those said before the
     stretch a question names (what was said in it comes first)."""
     return {key: score * PAST_WEIGHT if key[0] == "episode" and str(key[1]) in episode_ids else score
+            for key, score in scores.items()}
+
+
+def discount_conflicted(scores: Mapping[Key, float], fact_ids: Iterable[int]) -> dict[Key, float]:
+    """Each of these facts (in an open conflict) at CONFLICT_WEIGHT of its score."""
+    conflicted = set(fact_ids)
+    return {key: score * CONFLICT_WEIGHT if key[0] == "fact" and int(key[1]) in conflicted else score
             for key, score in scores.items()}
 
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 T = TypeVar("T")
+Slot = tuple[int, str]  # (subject_id, predicate_key): a timeline of one subject's values of one predicate
 
 
 class Queryable(Protocol):

@@ -356,25 +356,30 @@ def revert_revisions(db: Database, operation_id: str, at: str) -> tuple[Touched,
     return touched, [row[0] for row in rows]
 
 
+# What a copy of an assertion brought back takes from it: all but its id and transaction times.
+_COPIED = ("episode_id, ordinal, subject, subject_id, predicate, predicate_key, object, object_id, fact, valid_at, "
+           "valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence, invalid_at_precision, "
+           "date_span, cardinality, extractor, extracted_at, reference_time")
+
+
 def _reactivate(db: Database, episode_ids: list[str], expired_at: str, at: str) -> Touched:
     """The episodes' assertions that expired at ``expired_at`` replace their active ones,
     as new rows from ``at`` on: the history keeps what was believed in between."""
     touched = touched_by(db, episode_ids, active_only=True, added=False)
-    columns = ("episode_id, ordinal, subject, subject_id, predicate, predicate_key, object, object_id, fact, valid_at, "
-               "valid_at_evidence, valid_at_precision, invalid_at, invalid_at_evidence, invalid_at_precision, "
-               "date_span, cardinality, extractor, extracted_at, reference_time")
     for chunk, marks in in_chunks(episode_ids):
         db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND episode_id IN ({marks})",
                    [at, *chunk])
-        db.execute(f"""INSERT INTO assertions ({columns}, created_at)
-                       SELECT {columns}, ? FROM assertions
+        db.execute(f"""INSERT INTO assertions ({_COPIED}, created_at)
+                       SELECT {_COPIED}, ? FROM assertions
                        WHERE expired_at = ? AND episode_id IN ({marks}) ORDER BY id""", [at, expired_at, *chunk])
     touched.update(touched_by(db, episode_ids, active_only=True, added=True))
     return touched
 
 
-def touched_by(db: Database, episode_ids: list[str], *, active_only: bool, added: bool | None = None) -> Touched:
-    """What the episodes' assertions touch. ``added``: they are being added (True) or
+def touched_by(db: Database, episode_ids: Sequence[str | int], *, active_only: bool, added: bool | None = None,
+               column: str = "episode_id") -> Touched:
+    """What the episodes' assertions touch (with ``column="id"``, what the assertions of
+    these ids touch). ``added``: they are being added (True) or
     taken out (False), so their slots are recomputed over the stretch of time they
     reach; None: their slots are recomputed whole.
 
@@ -390,7 +395,7 @@ def touched_by(db: Database, episode_ids: list[str], *, active_only: bool, added
              episode_id, ordinal, subject, object_) in db.execute(
             f"""SELECT subject_id, predicate_key, object_id, coalesce(valid_at, invalid_at), cardinality, valid_at,
                        invalid_at, reference_time, episode_id, ordinal, subject, object
-                FROM assertions WHERE episode_id IN ({marks}) {condition}""",
+                FROM assertions WHERE {column} IN ({marks}) {condition}""",
             chunk,
         ).fetchall():
             if added is None:
@@ -417,6 +422,39 @@ def expire_episodes(db: Database, episode_ids: list[str], at: str) -> Touched:
         db.execute(f"UPDATE episodes SET status = 'undone' WHERE id IN ({marks})", chunk)
     release(db, episode_ids, at)
     return touched
+
+
+def expire_assertions(db: Database, assertion_ids: list[int], at: str) -> Touched:
+    """A conflict settled (``memctl resolve``): these active assertions stop being
+    believed at ``at``; their episodes stay, and history keeps them."""
+    touched = touched_by(db, assertion_ids, active_only=True, added=False, column="id")
+    for chunk, marks in in_chunks(assertion_ids):
+        db.execute(f"UPDATE assertions SET expired_at = ? WHERE expired_at IS NULL AND id IN ({marks})", [at, *chunk])
+    return touched
+
+
+def restore_assertions(db: Database, assertion_ids: list[int], expired_at: str,
+                       at: str) -> tuple[Touched, list[int], list[int]]:
+    """Undo of a settlement: the assertions it expired at ``expired_at`` are believed
+    again, as new rows from ``at`` on. One whose episode changed since (undone, retried,
+    ingested anew: it has assertions made after ``expired_at``) is left as it is.
+    Returns what was touched, the assertions restored and those left."""
+    restored: list[int] = []
+    left: list[int] = []
+    for chunk, marks in in_chunks(assertion_ids):
+        for assertion_id, unchanged in db.execute(
+            f"""SELECT a.id, a.expired_at = ? AND e.status = 'active'
+                       AND NOT EXISTS (SELECT 1 FROM assertions n WHERE n.episode_id = a.episode_id
+                                       AND n.created_at > ?)
+                FROM assertions a JOIN episodes e ON e.id = a.episode_id WHERE a.id IN ({marks}) ORDER BY a.id""",
+            [expired_at, expired_at, *chunk]).fetchall():
+            (restored if unchanged else left).append(assertion_id)
+    new_ids: list[int] = []
+    for chunk, marks in in_chunks(restored):
+        new_ids += [row[0] for row in db.execute(
+            f"INSERT INTO assertions ({_COPIED}, created_at) SELECT {_COPIED}, ? FROM assertions "
+            f"WHERE id IN ({marks}) ORDER BY id RETURNING id", [at, *chunk]).fetchall()]
+    return touched_by(db, new_ids, active_only=True, added=True, column="id"), restored, left
 
 
 def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges:

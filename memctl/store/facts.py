@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from memctl.resolve import ResolvedFact, SlotAssertion, Sweep, resolve_slot, slot_cardinality
-from memctl.store import in_chunks, underived
+from memctl.store import Slot, in_chunks, underived
+from memctl.store.reads import entity_names
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-Slot = tuple[int, str]  # (subject_id, predicate_key)
 Value = tuple[int, str, int]  # (subject_id, predicate_key, object_id)
 
 FACT_COLUMNS = (
@@ -754,9 +754,3 @@ def all_slots(db: Database) -> set[Slot]:
     return set(db.execute("SELECT subject_id, predicate_key FROM assertions "
                           "UNION SELECT subject_id, predicate_key FROM facts WHERE expired_at IS NULL").fetchall())
 
-
-def entity_names(db: Database, ids: set[int]) -> dict[int, str]:
-    found: dict[int, str] = {}
-    for chunk, marks in in_chunks(sorted(ids)):
-        found.update(db.execute(f"SELECT id, name FROM entities WHERE id IN ({marks})", chunk).fetchall())
-    return found

@@ -105,6 +105,21 @@ def with_episodes(db: Queryable, facts: list[Fact], known_at: str | None) -> lis
     return [fact._replace(episodes=by_fact.get(fact.fact_id, [])) for fact in facts]
 
 
+def entity_names(db: Queryable, ids: set[int]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for chunk, marks in in_chunks(sorted(ids)):
+        found.update(db.execute(f"SELECT id, name FROM entities WHERE id IN ({marks})", chunk).fetchall())
+    return found
+
+
+def episodes_of_assertions(db: Queryable, assertion_ids: list[int]) -> list[str]:
+    """The episodes these assertions come from, once each, in id order."""
+    found: set[str] = set()
+    for chunk, marks in in_chunks(assertion_ids):
+        found.update(row[0] for row in db.execute(f"SELECT episode_id FROM assertions WHERE id IN ({marks})", chunk))
+    return sorted(found)
+
+
 def ids_with_prefix(db: Queryable, table: str, prefix: str) -> list[str]:
     """Ids in ``table`` (episodes or operations) that start with ``prefix``; a few at most."""
     assert table in ("episodes", "operations")
