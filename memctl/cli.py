@@ -393,8 +393,42 @@ def _ingest_table(report):
     if report.aider_zone:
         rows.append(["Aider times read in", report.aider_zone])
     rows.append(["time range", f"{_day(report.time_range[0])} → {_day(report.time_range[1])}"])
+    if report.summaries is not None:
+        rows.append(["entity summaries", _summary_counts(report.summaries)])
     rows.append(["operation", report.operation_id or "(nothing new)"])
     return _table("Ingest", ["", ""], rows)
+
+
+def _summary_counts(counts) -> str:
+    """What a gate pass did, in one line: "2 written (new 1, invalidated 1); 3 left (fresh 3)"."""
+    def by_reason(found: dict[str, int]) -> str:
+        return ", ".join(f"{reason} {n}" for reason, n in sorted(found.items()))
+
+    line = f"{sum(counts.refreshed.values())} written ({by_reason(counts.refreshed)})" if counts.refreshed else "0 written"
+    if counts.skipped:
+        line += f"; {sum(counts.skipped.values())} not ({by_reason(counts.skipped)})"
+    return line + (f"; model unavailable: {counts.unavailable}" if counts.unavailable else "")
+
+
+@app.command()
+def summarize(
+    model: ModelOption = None,
+    timeout: TimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Have a model write the entity summaries that are owed (its endpoint was down, or
+    none was configured when the facts changed); each change does this for what it changed.
+
+    Example: memctl summarize --model gpt-4o-mini
+    """
+    memory = _memory()
+    counts = memory.summarize(_extractor(memory, "llm", model, 1, timeout))
+    if as_json:
+        _print_json(counts)
+    else:
+        _console().print(f"entity summaries: {_summary_counts(counts)}")
+    if counts.unavailable:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -450,8 +484,12 @@ def _recall_table(result) -> None:
                          _day(r.reference_time),
                          ("replaced; " if r.superseded_by else "") + f"{_source_name(r.source)}:{r.position}",
                          r.episode_id])
+        elif r.kind == "summary":
+            rows.append(["summary", r.summary, _day(r.as_of), f"by {r.written_by}", ""])
         else:
-            rows.append(["fact", r.fact, f"{_day(r.valid_at)} → {_day(r.invalid_at)}", r.status, " ".join(r.episodes or [])])
+            conflicted = f"; in conflict ({', '.join(sorted({c['value'] for c in r.conflicts}))})" if r.conflicts else ""
+            rows.append(["fact", r.fact, f"{_day(r.valid_at)} → {_day(r.invalid_at)}", r.status + conflicted,
+                         " ".join(r.episodes or [])])
     _console().print(_table(title, ["", "what", "when", "status / from", "episodes"], rows))
     if not result.results:
         typer.echo("nothing matches", err=True)

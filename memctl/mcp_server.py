@@ -244,8 +244,9 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
     def undo_operation(
         operation_id: Annotated[str, Field(description="The operation's id (op_…) or a unique prefix of it.")],
     ) -> CallToolResult:
-        """Reverse one operation: an ingest or add_memory (its episodes go), or a repair, retry or undo
-        (what it changed comes back); for a resolve, the statements it took out come back. Returns the plan that was applied. As `memctl undo OPERATION --apply --json`."""
+        """Reverse one operation: an ingest or add_memory (its episodes go), or a repair, retry, undo or
+        resolve (what it changed comes back). Returns the plan that was applied.
+        As `memctl undo OPERATION --apply --json`."""
         return _answer(lambda: memory.undo([_id_of("operation", "op_", operation_id, "delete_episode")], apply=True))
 
     return server

@@ -44,29 +44,37 @@ if TYPE_CHECKING:
         RepairResult,
         RetryResult,
         Settlement,
+        SummaryCounts,
         UndoPlan,
     )
     from memctl.sources import IngestOptions
+    from memctl.summarize import Summarizer
 
 
 class Memory:
     def __init__(self, connections: Connections, clock: Clock = system_clock, *,
-                 embeddings_model: str | None = None):
+                 embeddings_model: str | None = None, summarizer: Summarizer | None = None):
         self.connections = connections
         self.clock = clock
+        # What writes entity summaries (memctl.summarize); None: the LLM extractor a change
+        # is given, if it is one (MEMCTL_SUMMARIES=off: never), else refreshes are owed.
+        self.summarizer = summarizer
         # None: MEMCTL_EMBEDDINGS_MODEL names it, or no vectors are made or searched.
         self.embeddings_model = embeddings_model
         self._vector_ranker: Ranker | Literal[False] | None = None  # built on the first recall
 
     @classmethod
-    def open(cls, path: str | Path, clock: Clock = system_clock, *, embeddings_model: str | None = None) -> Memory:
+    def open(cls, path: str | Path, clock: Clock = system_clock, *, embeddings_model: str | None = None,
+             summarizer: Summarizer | None = None) -> Memory:
         """Open the database at ``path``, creating and migrating it as needed.
 
         ``embeddings_model`` (else ``MEMCTL_EMBEDDINGS_MODEL``): the model whose vectors
         ingest makes and recall searches; ``local:wordllama`` or an OpenAI-compatible
-        endpoint's model. Without one, neither does anything with vectors.
+        endpoint's model. Without one, neither does anything with vectors. ``summarizer``
+        writes entity summaries (``memctl.summarize``); without one, the LLM extractor a
+        change is given does, if it is one.
         """
-        return cls(Connections(path, clock), clock, embeddings_model=embeddings_model)
+        return cls(Connections(path, clock), clock, embeddings_model=embeddings_model, summarizer=summarizer)
 
     @property
     def db(self) -> Database:
@@ -91,6 +99,7 @@ class Memory:
         with self.connections.writing() as db:
             report = ingest_module.ingest(db, self.clock, paths, options, extractor=extractor, batch_size=batch_size,
                                           on_file=on_file)
+        report.summaries = self._gate(extractor)
         try:
             report.embedded = self.embed()
         except LLMUnavailable as error:  # the episodes are stored; the next run makes the vectors
@@ -116,8 +125,10 @@ class Memory:
         from memctl.redact import redact_episode
 
         with self.connections.writing() as db:
-            return ingest_module.store_in_batches(db, self.clock, map(redact_episode, episodes), command=command,
-                                                  batch_size=batch_size, report=report)
+            report = ingest_module.store_in_batches(db, self.clock, map(redact_episode, episodes), command=command,
+                                                    batch_size=batch_size, report=report)
+        report.summaries = self._gate(None)
+        return report
 
     def add_memory(self, content: str, *, reference_time: str | None = None, source: str | None = None,
                    facts: list | None = None, extractor: Extractor | None = None) -> MemoryAdded:
@@ -131,6 +142,7 @@ class Memory:
         with self.connections.writing() as db:
             result = add.add_memory(db, self.clock, content, reference_time=reference_time, source=source, facts=facts,
                                     extractor=extractor)
+        result.summaries = self._gate(extractor)
         try:
             self.embed()
         except LLMUnavailable as error:  # the memory is stored; the next ingest or `memctl embed` makes the vectors
@@ -144,7 +156,10 @@ class Memory:
         from memctl import undo as undo_module
 
         with self.connections.writing() as db:
-            return undo_module.undo(db, self.clock, targets, source=source, apply=apply, purge=purge)
+            plan = undo_module.undo(db, self.clock, targets, source=source, apply=apply, purge=purge)
+        if plan.applied:
+            plan.summaries = self._gate(None)
+        return plan
 
     def retry(self, targets: list[str], extractor: Extractor, *, failed: bool = False,
               dry_run: bool = False) -> RetryResult:
@@ -152,14 +167,20 @@ class Memory:
         from memctl import retry as retry_module
 
         with self.connections.writing() as db:
-            return retry_module.retry(db, self.clock, targets, extractor, failed=failed, dry_run=dry_run)
+            result = retry_module.retry(db, self.clock, targets, extractor, failed=failed, dry_run=dry_run)
+        if result.applied:
+            result.summaries = self._gate(extractor)
+        return result
 
     def repair_midnight_hallucinations(self, *, apply: bool = False) -> RepairResult:
         """``repair midnight-hallucinations``: a plan, or with ``apply`` one journaled change."""
         from memctl import repair
 
         with self.connections.writing() as db:
-            return repair.repair_midnight_hallucinations(db, self.clock, apply=apply)
+            result = repair.repair_midnight_hallucinations(db, self.clock, apply=apply)
+        if result.applied:
+            result.summaries = self._gate(None)
+        return result
 
     def resolve(self, conflict: str, *, keep: str, apply: bool = False) -> Settlement:
         """Settle an open conflict (its id or a unique prefix) by keeping the value named
@@ -168,14 +189,35 @@ class Memory:
         from memctl.settle import settle
 
         with self.connections.writing() as db:
-            return settle(db, self.clock, conflict, keep, apply=apply)
+            result = settle(db, self.clock, conflict, keep, apply=apply)
+        if result.applied:
+            result.summaries = self._gate(None)
+        return result
+
+    def summarize(self, extractor: Extractor | None = None) -> SummaryCounts:
+        """One pass of the summary gate (``memctl.summarize``): each entity whose facts
+        changed gets its summary found again (an undo), written by the model now, or owed.
+        Every change runs one; with ``extractor`` (an LLM extractor), or ``summarizer``,
+        owed refreshes that are due are done too."""
+        from memctl.summarize import gate_pass, summarizer_for
+
+        with self.connections.writing() as db:
+            return gate_pass(db, self.clock, self.summarizer or summarizer_for(extractor))
+
+    def _gate(self, extractor: Extractor | None) -> SummaryCounts | None:
+        """A change's gate pass; what it did, for the change's report, when it did anything
+        (without a model and with no summary stored, it has nothing to say)."""
+        counts = self.summarize(extractor)
+        return counts if counts.model is not None or counts.any() else None
 
     def rebuild(self) -> RebuildResult:
         """Recompute every fact from the assertions; on a healthy store this changes nothing."""
         from memctl import repair
 
         with self.connections.writing() as db:
-            return repair.rebuild(db, self.clock)
+            result = repair.rebuild(db, self.clock)
+        self._gate(None)
+        return result
 
     # --- reading -------------------------------------------------------------------
 
@@ -283,7 +325,7 @@ class Memory:
     def summary(self, entity: str, *, as_of: str | None = None, known_at: str | None = None) -> EntitySummary:
         """What holds about ``entity`` at ``as_of`` (default: ``known_at``, else now), as
         memctl held it at ``known_at``: ``memctl.summary``."""
-        from memctl.summary import offline_summary
+        from memctl.store.summaries import summary_of
 
         known = times.instant_argument(known_at, what="known_at")
         at = times.instant_argument(as_of, what="as_of") or known or self.now()
@@ -291,9 +333,7 @@ class Memory:
             found = reads.entity_named(db, names.entity_key(entity))
             if found is None:
                 raise NotFound(f"no entity named {entity!r}")
-            facts = reads.facts_of_subject_at(db, found[0], at, known)
-        return EntitySummary(entity=found[1], as_of=at, known_at=known, summary=offline_summary(found[1], facts, at),
-                             fact_ids=[fact.fact_id for fact in facts])
+            return summary_of(db, found[0], found[1], at, known)
 
     def conflicts(self, *, as_of: str | None = None, known_at: str | None = None,
                   closed: bool = False) -> list[Conflict]:

@@ -124,6 +124,7 @@ class UndoPlan(Record):
     # Why a purge's old pages are still in the file (a reader held an older snapshot): they
     # are erased when the last connection to the database closes.
     unerased: str | None = None
+    summaries: SummaryCounts | None = None  # what the summary gate did after it
 
     def __getitem__(self, key: str) -> Any:
         if key in EFFECTS:
@@ -139,8 +140,9 @@ class UndoPlan(Record):
         else:
             head.update({self.kind: self.target}, already_undone=self.already_undone, changed_since=self.changed_since)
         unerased = {"unerased": self.unerased} if self.unerased else {}
+        summaries = {"summaries": self.summaries.to_json()} if self.summaries is not None else {}
         return {**head, "purge": self.purge, **self.effects.to_json(), "applied": self.applied,
-                "operation_id": self.operation_id, **unerased}
+                "operation_id": self.operation_id, **unerased, **summaries}
 
 
 class WithEffects(Record):
@@ -173,9 +175,37 @@ class RetryResult(WithEffects):
     dropped: list[str] = field(default_factory=list)  # "episode: assertion: why", wrong also after a retry
     applied: bool = False
     operation_id: str | None = None
+    summaries: SummaryCounts | None = None  # what the summary gate did after it
+
+    _OMITTED_WHEN_NONE = frozenset({"summaries"})
 
     def to_json(self) -> dict[str, Any]:
         return self.flattened(super().to_json(), last=("applied", "operation_id"))
+
+
+@record
+class SummaryCounts(Record):
+    """What a gate pass did with the summaries of the entities whose facts changed
+    (``memctl.summarize``): refreshed and skipped, by reason, and the model calls made."""
+
+    model: str | None = None  # the model that writes them; None: no model, refreshes are owed
+    refreshed: dict[str, int] = field(default_factory=dict)  # new | invalidated | burst | stale
+    # unchanged (its fact set had a summary: found again) | fresh | burst (waiting) | no_model |
+    # unavailable | failed (owed) | no_facts | changed_meanwhile
+    skipped: dict[str, int] = field(default_factory=dict)
+    calls: int = 0
+    unavailable: str | None = None  # why the model could not be reached: its refreshes are owed
+
+    _OMITTED_WHEN_NONE = frozenset({"unavailable"})
+
+    def refresh(self, reason: str) -> None:
+        self.refreshed[reason] = self.refreshed.get(reason, 0) + 1
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + n
+
+    def any(self) -> bool:
+        return bool(self.refreshed or self.skipped)
 
 
 @record
@@ -190,6 +220,9 @@ class Settlement(WithEffects):
     effects: Effects = field(default_factory=Effects)
     applied: bool = False
     operation_id: str | None = None
+    summaries: SummaryCounts | None = None  # what the summary gate did after it
+
+    _OMITTED_WHEN_NONE = frozenset({"summaries"})
 
     def to_json(self) -> dict[str, Any]:
         return self.flattened(super().to_json(), last=("applied", "operation_id"))
@@ -208,7 +241,7 @@ class MemoryAdded(WithEffects):
     dropped as wrong (``dropped`` lists them).
     """
 
-    _OMITTED_WHEN_NONE = frozenset({"extraction_error", "llm_unavailable", "embeddings_unavailable"})
+    _OMITTED_WHEN_NONE = frozenset({"extraction_error", "llm_unavailable", "embeddings_unavailable", "summaries"})
 
     episode_id: str
     source: str
@@ -228,6 +261,7 @@ class MemoryAdded(WithEffects):
     dropped: list[str] = field(default_factory=list)  # "assertion: why", wrong also after a retry
     llm_unavailable: str | None = None  # why the model could not be used: the episode waits as pending
     embeddings_unavailable: str | None = None  # why no vectors were made; `memctl embed` makes them later
+    summaries: SummaryCounts | None = None  # what the summary gate did after it
 
     def to_json(self) -> dict[str, Any]:
         return self.flattened(super().to_json())
@@ -253,6 +287,9 @@ class RepairResult(Record):
     applied: bool = False
     operation_id: str | None = None
     sample: list[DateFix] = field(default_factory=list)  # the first changes, for a person to check
+    summaries: SummaryCounts | None = None  # what the summary gate did after it
+
+    _OMITTED_WHEN_NONE = frozenset({"summaries"})
 
 
 @record
@@ -302,12 +339,13 @@ class IngestReport(Record):
     embeddings_unavailable: str | None = None  # why no vectors were made; the next run makes them
     operation_id: str | None = None
     time_range: list[str | None] = field(default_factory=lambda: [None, None])
+    summaries: SummaryCounts | None = None  # what the summary gate did after it (memctl.summarize)
 
     @property
     def partial(self) -> bool:
         """Something was refused, unreadable or not extracted, and the rest was kept: exit code 1."""
         return bool(self.refused or self.malformed or self.llm_unavailable or self.embeddings_unavailable
-                    or self.extraction_failures)
+                    or self.extraction_failures or (self.summaries is not None and self.summaries.unavailable))
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "partial": self.partial}

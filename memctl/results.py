@@ -130,7 +130,7 @@ class _RecallResultFields(NamedTuple):
     query: str
     as_of: str
     known_at: str | None
-    results: list[Fact | EpisodeHit]
+    results: list[Fact | EpisodeHit | EntitySummary]
     unavailable: list[str] | None = None  # rankers that could not answer (an embeddings endpoint down)
     since: str | None = None  # the window's start: given, or read from the question
     until: str | None = None  # ...and its end
@@ -187,12 +187,22 @@ class _EntitySummaryFields(NamedTuple):
     entity: str
     as_of: str
     known_at: str | None
-    summary: str  # memctl.summary: what holds, since when, what it replaced, what ended
+    summary: str  # what holds, since when, what it replaced, what ended
     fact_ids: list[int]  # the facts it was built from
+    # "facts": built from them as asked, with no model (memctl.summary); else the model
+    # that wrote it from the same facts (memctl.summarize), at written_at
+    written_by: str = "facts"
+    written_at: str | None = None
+    score: float | None = None  # set in recall's lists
+    kind: Literal["summary"] | None = None  # set in recall's lists
 
 
 class EntitySummary(ReadRecord, _EntitySummaryFields):
+    """What holds about an entity, in a few lines: ``memctl summary``, and the first of
+    recall's results about an entity a question names."""
+
     __slots__ = ()
+    _OMITTED_WHEN_NONE = frozenset({"written_at", "score", "kind"})
 
 
 class _ConflictFields(NamedTuple):

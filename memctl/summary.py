@@ -1,16 +1,21 @@
 """An entity's summary: what is true about it at a time, and what it replaced, in a few
-lines an agent reads first (issue 29, its offline part).
+lines an agent reads first; and the novelty gate that decides when a model rewrites one.
+Pure: facts and gate state in, text and decisions out (``memctl.summarize`` runs them).
 
-Built from the entity's facts as memctl held them at ``known_at``, valid by ``as_of``:
-for each slot, the values that hold then with the day each began and the value it
-replaced; then the slots whose last value ended, with the day it did. Deterministic, no
-model, exact at any time, at most ``SUMMARY_CHARS``. Pure: facts in, text out.
+The offline summary is built from the entity's facts as memctl held them at
+``known_at``, valid by ``as_of``: for each slot, the values that hold then with the day
+each began and the value it replaced; then the slots whose last value ended, with the day
+it did. Deterministic, no model, exact at any time, at most ``SUMMARY_CHARS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import Literal
 
+from memctl import times
 from memctl.results import Fact
 
 SUMMARY_CHARS = 600
@@ -49,17 +54,63 @@ def offline_summary(entity: str, facts: Sequence[Fact], as_of: str) -> str:
     parts = [f"{entity}, as of {_day(as_of)}:", *(f"{line}." for line in holding)]
     if ended:
         parts.append("No longer: " + "; ".join(ended) + ".")
-    return _cut(" ".join(parts))
+    return cut(" ".join(parts))
 
 
 def _day(instant: str | None) -> str:
     return "…" if instant is None else instant[:10]
 
 
-def _cut(text: str) -> str:
+def cut(text: str) -> str:
     """``text`` in SUMMARY_CHARS, cut after a whole sentence or clause where it can be."""
     if len(text) <= SUMMARY_CHARS:
         return text
     head = text[:SUMMARY_CHARS - 1]
     end = max(head.rfind(". "), head.rfind("; "))
     return (head[:end + 1] if end > SUMMARY_CHARS // 2 else head.rstrip()) + " …"
+
+
+def facts_hash(rows: Iterable[tuple]) -> str:
+    """The fact set a summary is written from, as a short hash: each fact version's
+    (predicate key, value, valid_at, invalid_at, end_reason), as ``store.summaries.fact_rows``
+    gives them. The same set, after an undo say, gives the same hash."""
+    import hashlib  # 3 ms to import: not in every recall
+
+    payload = json.dumps(sorted(list(row) for row in rows), separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+# --- the novelty gate (docs/summaries.md) ---------------------------------------------------
+
+# An entity changed by this many operations since its summary is in a burst: its summary
+# waits until no change has come for BURST_QUIET, or until BURST_CAP operations.
+BURST_PASSES = 3
+BURST_QUIET = timedelta(minutes=10)
+BURST_CAP = 20
+# A summary older than this is rewritten at its entity's next change, whatever it is.
+STALE_AFTER = timedelta(days=7)
+
+Reason = Literal["new", "invalidated", "burst", "stale", "fresh"]
+
+
+def decide(*, invalidated: bool, passes: int, last_changed_at: str | None, refreshed_at: str | None,
+           now: str) -> tuple[bool, Reason]:
+    """(whether to ask the model now, why) for an entity whose facts changed, to a set
+    no summary was written for. Refreshed: a fact of it ended, was superseded or went
+    (``invalidated``); it has had none (``new``, before any other reason); its summary is older than
+    STALE_AFTER (``stale``); its burst of changes ended, or reached BURST_CAP (``burst``).
+    Waiting: a burst still going on (``burst``), or only facts begun since a summary
+    written lately (``fresh``). Meanwhile the offline summary, always exact, is served."""
+    if refreshed_at is None:
+        return True, "new"
+    if invalidated:
+        return True, "invalidated"
+    at = times.from_storage(now)
+    if at - times.from_storage(refreshed_at) >= STALE_AFTER:
+        return True, "stale"
+    if passes >= BURST_CAP:
+        return True, "burst"
+    if passes >= BURST_PASSES:
+        quiet = last_changed_at is not None and at - times.from_storage(last_changed_at) >= BURST_QUIET
+        return quiet, "burst"
+    return False, "fresh"

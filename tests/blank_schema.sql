@@ -144,6 +144,26 @@ CREATE TABLE revisions (
             old_created_at TEXT NOT NULL,
             PRIMARY KEY (episode_id, revised_at)
         ) WITHOUT ROWID;
+CREATE TABLE summaries (
+            id INTEGER PRIMARY KEY,
+            subject_id INTEGER NOT NULL,
+            facts_hash TEXT NOT NULL,      -- memctl.summary.facts_hash of the facts it was written from
+            text TEXT NOT NULL,
+            model TEXT NOT NULL,
+            reason TEXT NOT NULL,          -- why the gate asked for it: new | invalidated | burst | stale
+            created_at TEXT NOT NULL,
+            expired_at TEXT
+        );
+CREATE TABLE summary_gates (
+            subject_id INTEGER PRIMARY KEY,
+            dirty INTEGER NOT NULL,        -- 1: facts changed since the last gate pass
+            invalidated INTEGER NOT NULL,  -- 1: a fact ended, was superseded or went, since the last summary
+            passes INTEGER NOT NULL,       -- gate passes (operations) that found it changed since its last summary
+            first_changed_at TEXT,         -- the first of those, and the last (transaction time)
+            last_changed_at TEXT,
+            refreshed_at TEXT,             -- when a model last wrote its summary
+            owed TEXT                      -- why a refresh is owed and not done: no_model | unavailable | failed
+        ) WITHOUT ROWID;
 CREATE TABLE underived_slots (
             subject_id INTEGER NOT NULL,
             predicate_key TEXT NOT NULL,
@@ -188,4 +208,8 @@ CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
     ON "_sqlite_migrations" ("migration_set", "name");
 CREATE INDEX llm_cache_episode ON llm_cache(episode_id);
 CREATE INDEX revisions_operation ON revisions(operation_id);
+CREATE INDEX summaries_hash ON summaries(subject_id, facts_hash);
+CREATE INDEX summaries_subject ON summaries(subject_id, created_at);
+CREATE INDEX summary_gates_dirty ON summary_gates(subject_id) WHERE dirty = 1;
+CREATE INDEX summary_gates_pending ON summary_gates(subject_id) WHERE passes > 0;
 CREATE INDEX underived_slots_operation ON underived_slots(operation_id);

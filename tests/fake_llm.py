@@ -101,6 +101,9 @@ class FakeOpenAIServer:
         self.models = models
         self.wrap = wrap
         self.calls = 0
+        self.summary_calls = 0  # summary requests (memctl.summarize), not counted in calls
+        self.summary_requests: list[str] = []
+        self.summary_extra = ""  # said at the end of every summary (a test plants a secret there)
         self.bodies: list[bytes] = []  # every request body as it came over the wire
         self.dates_answered = 0
         # what "fake-seed" said: starts and ends reported, and how many of each it lied about
@@ -137,6 +140,8 @@ class FakeOpenAIServer:
                 raw = self.rfile.read(int(self.headers["Content-Length"]))
                 body = json.loads(raw)
                 format_ = body.get("response_format") or {"type": "none"}
+                if body["messages"][0]["content"].startswith("You summarise"):  # memctl.summarize's request
+                    return self.summary(body)
                 with server.lock:
                     server.bodies.append(raw)
                     server.formats.append(format_["type"])
@@ -161,6 +166,19 @@ class FakeOpenAIServer:
                     content = f"Here is the JSON:\n```json\n{content}\n```"
                 self.answer(200, completion(content, prompt_tokens=len(json.dumps(body)) // 4,
                                             completion_tokens=len(content) // 4))
+
+            def summary(self, body):
+                """A summary: the entity and its facts, as the request gives them (its
+                ``summary_calls`` and ``summary_requests`` count and keep them)."""
+                user = body["messages"][1]["content"]
+                with server.lock:
+                    server.summary_calls += 1
+                    server.summary_requests.append(user)
+                if body["model"] == "fake-down":
+                    return self.answer(503, {"error": {"message": "The server is overloaded"}})
+                entity = re.search(r"^ENTITY: (.*)$", user, re.MULTILINE).group(1)
+                facts = re.search(r"^FACTS:\n(.*?)\n\nLATEST EPISODES:", user, re.DOTALL | re.MULTILINE).group(1)
+                self.answer(200, completion(f"<think>about {entity}</think>In short, {facts} {server.summary_extra}"))
 
             def answer(self, status, payload):
                 data = json.dumps(payload).encode()

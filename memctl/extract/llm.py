@@ -220,11 +220,15 @@ _FENCE = re.compile(r"```[\w-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 _MAX_ERRORS = 12
 
 
+def unwrap_text(text: str) -> str:
+    """A reply without its reasoning block (``<think>…</think>``, which reasoning models put first)."""
+    return _THINKING_END.split(text)[-1].strip()
+
+
 def unwrap(text: str) -> str:
-    """The JSON in a reply: without a reasoning block (``<think>…</think>``, which
-    reasoning models put first), out of a code fence, or from the first ``{`` to the last
-    ``}`` when a model wrote words around it."""
-    body = _THINKING_END.split(text)[-1].strip()
+    """The JSON in a reply: without a reasoning block (``unwrap_text``), out of a code
+    fence, or from the first ``{`` to the last ``}`` when a model wrote words around it."""
+    body = unwrap_text(text)
     fenced = _FENCE.search(body)
     if fenced:
         body = fenced.group(1).strip()
@@ -524,6 +528,10 @@ class LLMExtractor:
     def response_format(self) -> Any:
         """What this run asks the endpoint for: the strict schema until it was refused."""
         return self._formats[0]
+
+    def endpoint(self) -> tuple[Any, str]:
+        """(client, model) for a call of another kind on the same endpoint (a summary)."""
+        return self._ready(client=True)
 
     def _ready(self, *, client: bool) -> tuple[Any, str]:
         """The model, looked up on first use, and (``client``) the client, made on first

@@ -19,7 +19,7 @@ from memctl.recall import fusion
 from memctl.recall.query import Query, parse
 from memctl.recall.rankers import DEFAULT_RANKERS, Ranker, of_the_kind_asked
 from memctl.recall.when import named_window
-from memctl.results import EpisodeHit, Fact, RecallResult
+from memctl.results import EntitySummary, EpisodeHit, Fact, RecallResult
 from memctl.store import Queryable, search
 from memctl.store.search import Window
 
@@ -153,7 +153,7 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
                                                for fact_id in replaced[str(key[1])][0]}), window)
     replacements = {episode_id: [{"fact_id": fact_id, "fact": replacing[fact_id].fact, "valid_at": replacing[fact_id].valid_at}
                                  for fact_id in by if fact_id in replacing] for episode_id, (by, _) in replaced.items()}
-    results: list[Fact | EpisodeHit] = []
+    results: list[Fact | EpisodeHit | EntitySummary] = []
     for (item_kind, item_id), score in best:
         item: Fact | EpisodeHit
         if item_kind == "fact":  # a mixed list says what each result is
@@ -164,9 +164,32 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
             if str(item_id) in replaced:
                 item = item._replace(superseded_by=replacements[str(item_id)])
         results.append(item)
+    if kind == "all":
+        results = _summary_first(db, parsed, results, window)
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
                         unavailable=unavailable or None, since=given["since"], until=given["until"],
                         time_words=time_words)
+
+
+def _summary_first(db: Queryable, parsed: Query, results: list, window: Window) -> list:
+    """The results with, right above the first fact about an entity the question names, that
+    entity's summary (``"kind": "summary"``): what holds about it, since when and what it
+    replaced, which the facts below it detail. One summary at most, and only where such a
+    fact was found: a question that names an entity in passing asks about something else."""
+    from memctl.names import entity_key
+
+    keys = set(parsed.name_keys())
+    for n, item in enumerate(results):
+        if item.kind == "fact" and entity_key(item.subject) in keys:
+            from memctl.store.reads import entity_named
+            from memctl.store.summaries import summary_of
+
+            found = entity_named(db, entity_key(item.subject))
+            if found is None:
+                return results
+            summary = summary_of(db, found[0], found[1], window.as_of, window.known_at)
+            return [*results[:n], summary._replace(kind="summary", score=item.score), *results[n:]]
+    return results
 
 
 def _conflicts(db: Queryable, fact_ids: list[int], window: Window) -> dict[int, list[dict]]:
@@ -217,7 +240,7 @@ def _what_happened(db: Queryable, query: str, window: Window, wanted: set[str], 
     facts = search.facts_by_id(db, [int(item_id) for _, item_kind, item_id in found if item_kind == "fact"], window)
     episodes = search.episodes_by_id(db, [str(item_id) for _, item_kind, item_id in found if item_kind == "episode"],
                                      None, full=full)
-    results: list[Fact | EpisodeHit] = []
+    results: list[Fact | EpisodeHit | EntitySummary] = []
     for rank, (_, item_kind, item_id) in enumerate(found, 1):
         score = round(1.0 / (fusion.K + rank), 6)
         results.append(facts[int(item_id)]._replace(kind="fact", score=score) if item_kind == "fact"

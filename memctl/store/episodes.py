@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memctl import names
 from memctl.model import Assertion, Episode
-from memctl.store import in_chunks
+from memctl.store import in_chunks, summaries
 from memctl.store.embeddings import forget_vectors
 from memctl.store.episode_index import forget_texts, hold, index_texts, next_text_ids, release, unindex_texts
 from memctl.store.facts import Slot, SlotChange, SlotChanges, Value, note_change, recompute_slots
@@ -485,6 +485,9 @@ def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges
                       SELECT p.fact_id FROM temp.purged_episodes e CROSS JOIN assertions a ON a.episode_id = e.id
                       CROSS JOIN fact_provenance p ON p.assertion_id = a.id""")
         _carry_on(db, at)
+        # A summary was written from its entity's facts: those of the purged text's subjects go.
+        summaries.forget(db, [row[0] for row in db.execute(
+            "SELECT DISTINCT a.subject_id FROM temp.purged_episodes e CROSS JOIN assertions a ON a.episode_id = e.id")])
         db.execute("DELETE FROM facts_fts WHERE rowid IN (SELECT id FROM temp.doomed_facts)")
         db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
         db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")
@@ -507,6 +510,7 @@ def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges
             )
         ]
         db.conn.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in orphans])
+        db.conn.executemany("DELETE FROM summary_gates WHERE subject_id = ?", [(i,) for i in orphans])
     return changes
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from memctl.resolve import ResolvedFact, SlotAssertion, Sweep, resolve_slot, slot_cardinality
-from memctl.store import Slot, in_chunks, underived
+from memctl.store import Slot, in_chunks, summaries, underived
 from memctl.store.reads import entity_names
 
 if TYPE_CHECKING:
@@ -258,7 +258,9 @@ def end_if_left_empty(db: Database, slots: list[Slot], at: str) -> SlotChanges:
         f"UPDATE facts SET expired_at = ? WHERE id IN (SELECT f.id FROM temp.left_empty e CROSS JOIN facts f "
         f"ON f.subject_id = e.subject_id AND f.predicate_key = e.predicate_key AND f.expired_at IS NULL) "
         f"RETURNING {FACT_COLUMNS}", [at]).fetchall()
-    return SlotChanges(expired=[dict(zip(columns, row)) for row in ended])
+    changes = SlotChanges(expired=[dict(zip(columns, row)) for row in ended])
+    summaries.mark_changed(db, changes.expired, (), at)
+    return changes
 
 
 def _says_many(db: Database, slot: Slot) -> bool:
@@ -737,6 +739,7 @@ def _write(db: Database, outcomes: list[_Outcome], at: str) -> SlotChanges:
         [(row["id"], row["fact"], names[row["subject_id"]], row["predicate"], names[row["object_id"]])
          for row in changes.inserted],
     )
+    summaries.mark_changed(db, changes.expired, changes.inserted, at)
     return changes
 
 

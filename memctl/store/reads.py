@@ -72,6 +72,14 @@ def facts_of_subject_at(db: Queryable, subject_id: int, as_of: str, known_at: st
         order="f.predicate_key, f.valid_at, f.id", status_at=as_of)]
 
 
+def latest_texts_of_subject(db: Queryable, subject_id: int, limit: int) -> list[tuple[str, str]]:
+    """(reference time, text) of the latest episodes behind the entity's current facts."""
+    return db.execute("""SELECT e.reference_time, e.content FROM episodes e WHERE e.id IN (
+                             SELECT p.episode_id FROM facts f JOIN fact_provenance p ON p.fact_id = f.id
+                             WHERE f.subject_id = ? AND f.expired_at IS NULL)
+                         ORDER BY e.reference_time DESC, e.id DESC LIMIT ?""", [subject_id, limit]).fetchall()
+
+
 def facts_of_episode(db: Queryable, episode_id: str, now: str) -> list[Fact]:
     """The current facts an episode's active assertions support."""
     condition, params = time_window("f", known_at=None)

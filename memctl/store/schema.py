@@ -440,3 +440,44 @@ def episode_sessions(db: Database) -> None:
         CREATE INDEX episodes_session ON episodes(CASE WHEN session IS NULL THEN source ELSE source || '#' || session END);
         """
     )
+
+
+@migrations(name="0015_summaries")
+def summaries(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- Entity summaries a model wrote (memctl/summarize.py), each version held over
+        -- [created_at, expired_at) in transaction time, as facts are. A version is current
+        -- only while the entity's facts are the set it was written from (facts_hash): any
+        -- change to them expires it at once (store/summaries.py), and an undo that brings
+        -- the set back brings the summary back as a new version, with no model call.
+        CREATE TABLE summaries (
+            id INTEGER PRIMARY KEY,
+            subject_id INTEGER NOT NULL,
+            facts_hash TEXT NOT NULL,      -- memctl.summary.facts_hash of the facts it was written from
+            text TEXT NOT NULL,
+            model TEXT NOT NULL,
+            reason TEXT NOT NULL,          -- why the gate asked for it: new | invalidated | burst | stale
+            created_at TEXT NOT NULL,
+            expired_at TEXT
+        );
+        CREATE INDEX summaries_subject ON summaries(subject_id, created_at);
+        CREATE INDEX summaries_hash ON summaries(subject_id, facts_hash);
+
+        -- The novelty gate's state, one row per entity whose facts changed since its
+        -- summary was last decided on (memctl/summarize.py says what each column decides).
+        CREATE TABLE summary_gates (
+            subject_id INTEGER PRIMARY KEY,
+            dirty INTEGER NOT NULL,        -- 1: facts changed since the last gate pass
+            invalidated INTEGER NOT NULL,  -- 1: a fact ended, was superseded or went, since the last summary
+            passes INTEGER NOT NULL,       -- gate passes (operations) that found it changed since its last summary
+            first_changed_at TEXT,         -- the first of those, and the last (transaction time)
+            last_changed_at TEXT,
+            refreshed_at TEXT,             -- when a model last wrote its summary
+            owed TEXT                      -- why a refresh is owed and not done: no_model | unavailable | failed
+        ) WITHOUT ROWID;
+        CREATE INDEX summary_gates_dirty ON summary_gates(subject_id) WHERE dirty = 1;
+        CREATE INDEX summary_gates_pending ON summary_gates(subject_id) WHERE passes > 0;
+        """
+    )

@@ -99,8 +99,10 @@ class Baseline:
 def memctl_search(memory: Memory, question: Question) -> Ranking:
     """memctl's top results: an episode retrieves itself, a fact the episodes supporting it."""
     results = memory.recall(question.text, as_of=question.as_of, limit=LIMIT).results
-    # Facts-only recall (before the hybrid) has no ``kind``: every result is a fact.
-    return [[r.episode_id] if getattr(r, "kind", "fact") == "episode" else list(r.episodes or []) for r in results]
+    # Facts-only recall (before the hybrid) has no ``kind``: every result is a fact. An
+    # entity's summary heads the facts about it, beyond the limit: it ranks nothing.
+    return [[r.episode_id] if getattr(r, "kind", "fact") == "episode" else list(r.episodes or []) for r in results
+            if getattr(r, "kind", "fact") != "summary"]
 
 
 def score(ranking: Ranking, evidence: set[str]) -> tuple[float, float]:

@@ -1,0 +1,180 @@
+"""The gate pass: after every change (ingest, add, retry, undo, repair, resolve), decide
+for each entity whose facts changed whether a model rewrites its summary, and do it
+(docs/summaries.md).
+
+1. In one write transaction: take in the entities whose facts changed
+   (``store.summaries``, marked by every fact write). An entity whose fact set already
+   had a summary (an undo brought it back) gets that summary again, with no call
+   (``unchanged``); one with no facts left has none. For the others the gate decides
+   (``summary.decide``): refresh now, or wait, the offline summary served meanwhile.
+2. Outside the lock: one model call per entity to refresh.
+3. In a second transaction: each summary written is stored, if its entity's facts are
+   still the set it was written from; else the next pass decides again.
+
+A model that is down, or no model, leaves the refresh owed (``summary_gates.owed``):
+nothing is lost, and the next pass with a model does it. A backfill therefore makes at
+most one call per entity whose facts changed, however many episodes touched it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memctl import summary
+from memctl.errors import LLMUnavailable
+from memctl.reports import SummaryCounts
+from memctl.store import reads
+from memctl.store import summaries as store
+from memctl.store.connection import Clock, transaction_time, write_transaction
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from memctl.extract.llm import LLMExtractor
+
+EXCERPTS = 3  # of the episodes behind an entity's current facts, the latest this many go with the facts
+EXCERPT_CHARS = 1000
+SUMMARY_TOKENS = 300  # the reply's cap: 600 characters are about 150 tokens
+
+
+class Summarizer(Protocol):
+    """What writes a summary: a name (stored with it) and one call."""
+
+    @property
+    def name(self) -> str: ...
+
+    def write(self, entity: str, facts: str, excerpts: list[tuple[str, str]]) -> str:
+        """Prose about ``entity`` from ``facts`` (the offline summary) and ``excerpts``
+        ((reference time, text) of its latest episodes). Raises ``LLMUnavailable`` when
+        the endpoint cannot be used, ``CallFailed`` when this call failed."""
+        ...
+
+
+def gate_pass(db: Database, clock: Clock, summarizer: Summarizer | None) -> SummaryCounts:
+    """One pass of the gate over the entities whose summary is owed (see the module)."""
+    counts = SummaryCounts(model=summarizer.name if summarizer is not None else None)
+    asks: list[tuple[int, str, summary.Reason]] = []
+    with write_transaction(db):
+        at = transaction_time(db, clock)
+        store.take_changes(db, at)
+        # Without a model only a summary found again can change anything: the entities
+        # that ever had one, among those changed now. With one, every owed refresh is due.
+        gates = store.pending(db) if summarizer is not None else store.pending(db, changed_at=at, with_versions=True)
+        for gate in gates:
+            rows = store.fact_rows(db, gate.subject_id, None)
+            if not rows:  # nothing to summarise: the offline summary says so
+                store.settled(db, gate.subject_id, None)
+                counts.skip("no_facts")
+                continue
+            facts_hash = summary.facts_hash(rows)
+            known = store.written_for(db, gate.subject_id, facts_hash)
+            if known is not None:
+                store.write(db, gate.subject_id, facts_hash, known.text, known.model, known.reason, at)
+                store.settled(db, gate.subject_id, None)
+                counts.skip("unchanged")
+                continue
+            ask, reason = summary.decide(invalidated=gate.invalidated, passes=gate.passes,
+                                         last_changed_at=gate.last_changed_at, refreshed_at=gate.refreshed_at, now=at)
+            if not ask:
+                counts.skip(reason)
+            elif summarizer is None:
+                store.owe(db, gate.subject_id, "no_model")
+                counts.skip("no_model")
+            else:
+                asks.append((gate.subject_id, facts_hash, reason))
+        material = {subject_id: _material(db, subject_id, at) for subject_id, _, _ in asks}
+    if not asks:
+        return counts
+    assert summarizer is not None
+    written: list[tuple[int, str, str, summary.Reason]] = []
+    owed: list[tuple[int, str]] = []
+    from memctl.extract.llm import CallFailed
+
+    for n, (subject_id, facts_hash, reason) in enumerate(asks):
+        try:
+            text = summarizer.write(*material[subject_id])
+            counts.calls += 1
+        except (LLMUnavailable, CallFailed) as error:
+            if isinstance(error, CallFailed) and error.refused:  # this request only (too long, say)
+                counts.calls += 1
+                owed.append((subject_id, "failed"))
+                counts.skip("failed")
+                continue
+            # The endpoint is down (its retries spent) or unusable: the rest are owed too.
+            counts.unavailable = str(error)
+            owed += [(s, "unavailable") for s, _, _ in asks[n:]]
+            counts.skip("unavailable", len(asks) - n)
+            break
+        written.append((subject_id, facts_hash, text, reason))
+    with write_transaction(db):
+        at = transaction_time(db, clock)
+        for subject_id, facts_hash, text, reason in written:
+            if summary.facts_hash(store.fact_rows(db, subject_id, None)) != facts_hash:
+                counts.skip("changed_meanwhile")  # its gate row is dirty again: the next pass decides
+                continue
+            store.write(db, subject_id, facts_hash, text, summarizer.name, reason, at)
+            store.settled(db, subject_id, at)
+            counts.refresh(reason)
+        for subject_id, why in owed:
+            store.owe(db, subject_id, why)
+    return counts
+
+
+def _material(db: Database, subject_id: int, at: str) -> tuple[str, str, list[tuple[str, str]]]:
+    """What the model is given for an entity: its name, its offline summary now, and the
+    latest episodes behind its current facts."""
+    name = reads.entity_names(db, {subject_id})[subject_id]
+    facts = reads.facts_of_subject_at(db, subject_id, at, None)
+    excerpts = [(when, text[:EXCERPT_CHARS]) for when, text in reads.latest_texts_of_subject(db, subject_id, EXCERPTS)]
+    return name, summary.offline_summary(name, facts, at), excerpts
+
+
+def summarizer_for(extractor: object | None) -> Summarizer | None:
+    """The summarizer a change's extractor implies: its endpoint and model when it is the
+    LLM extractor, unless MEMCTL_SUMMARIES is ``off``; else none."""
+    llm = sys.modules.get("memctl.extract.llm")  # imported if, and only if, an LLM extractor was made
+    if llm is None or not isinstance(extractor, llm.LLMExtractor) or os.environ.get("MEMCTL_SUMMARIES") == "off":
+        return None
+    return ModelSummarizer(extractor)
+
+
+class ModelSummarizer:
+    """A ``Summarizer`` through the LLM extractor's endpoint and model: one chat call."""
+
+    def __init__(self, extractor: LLMExtractor):
+        self.extractor = extractor
+
+    @property
+    def name(self) -> str:
+        return self.extractor.name
+
+    def write(self, entity: str, facts: str, excerpts: list[tuple[str, str]]) -> str:
+        from memctl.extract.llm import CallFailed, call_with_retries, unwrap_text
+        from memctl.redact import redact
+
+        client, model = self.extractor.endpoint()
+        said = "\n".join(f"<episode time=\"{when}\">\n{text}\n</episode>" for when, text in excerpts)
+        messages = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"ENTITY: {entity}\n\nFACTS:\n{facts}\n\nLATEST EPISODES:\n{said}"},
+        ]
+
+        def create() -> Any:
+            return client.chat.completions.create(model=model, messages=messages, temperature=0,
+                                                  max_tokens=SUMMARY_TOKENS)
+
+        response = call_with_retries(create, self.extractor.retries, client=client, service="LLM", model=model,
+                                     model_option="--model/MEMCTL_MODEL")
+        text = " ".join(unwrap_text(response.choices[0].message.content or "").split())
+        if not text:
+            raise CallFailed("the model's summary was empty")
+        # What a model writes is stored and served: a secret it repeats is redacted as any text is.
+        return summary.cut(redact(text)[0])
+
+
+SYSTEM_PROMPT = """You summarise what a memory knows about one entity, for an agent that reads it first.
+Write at most 600 characters of plain prose, in two to four sentences: what holds now and since when,
+what it replaced, and what ended. Use only the FACTS and the LATEST EPISODES given; keep every date
+as given; never guess. No lists, no markdown, no preamble."""
