@@ -407,6 +407,9 @@ def _summary_counts(counts) -> str:
     line = f"{sum(counts.refreshed.values())} written ({by_reason(counts.refreshed)})" if counts.refreshed else "0 written"
     if counts.skipped:
         line += f"; {sum(counts.skipped.values())} not ({by_reason(counts.skipped)})"
+    if counts.sessions_written or counts.sessions_skipped:
+        line += f"; sessions: {counts.sessions_written} written"
+        line += f" ({by_reason(counts.sessions_skipped)} not)" if counts.sessions_skipped else ""
     return line + (f"; model unavailable: {counts.unavailable}" if counts.unavailable else "")
 
 
@@ -417,12 +420,13 @@ def summarize(
     as_json: JsonOption = False,
 ) -> None:
     """Have a model write the entity summaries that are owed (its endpoint was down, or
-    none was configured when the facts changed); each change does this for what it changed.
+    none was configured when the facts changed) and each session's sentence; each change
+    with a model does this for what it changed.
 
     Example: memctl summarize --model gpt-4o-mini
     """
     memory = _memory()
-    counts = memory.summarize(_extractor(memory, "llm", model, 1, timeout))
+    counts = memory.summarize(_extractor(memory, "llm", model, 1, timeout), sessions=True)
     if as_json:
         _print_json(counts)
     else:

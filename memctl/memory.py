@@ -99,7 +99,7 @@ class Memory:
         with self.connections.writing() as db:
             report = ingest_module.ingest(db, self.clock, paths, options, extractor=extractor, batch_size=batch_size,
                                           on_file=on_file)
-        report.summaries = self._gate(extractor)
+        report.summaries = self._gate(extractor, report.operation_id)
         try:
             report.embedded = self.embed()
         except LLMUnavailable as error:  # the episodes are stored; the next run makes the vectors
@@ -127,7 +127,7 @@ class Memory:
         with self.connections.writing() as db:
             report = ingest_module.store_in_batches(db, self.clock, map(redact_episode, episodes), command=command,
                                                     batch_size=batch_size, report=report)
-        report.summaries = self._gate(None)
+        report.summaries = self._gate(None, report.operation_id)
         return report
 
     def add_memory(self, content: str, *, reference_time: str | None = None, source: str | None = None,
@@ -142,7 +142,7 @@ class Memory:
         with self.connections.writing() as db:
             result = add.add_memory(db, self.clock, content, reference_time=reference_time, source=source, facts=facts,
                                     extractor=extractor)
-        result.summaries = self._gate(extractor)
+        result.summaries = self._gate(extractor, None if result.already_present else result.operation_id)
         try:
             self.embed()
         except LLMUnavailable as error:  # the memory is stored; the next ingest or `memctl embed` makes the vectors
@@ -194,20 +194,30 @@ class Memory:
             result.summaries = self._gate(None)
         return result
 
-    def summarize(self, extractor: Extractor | None = None) -> SummaryCounts:
+    def summarize(self, extractor: Extractor | None = None, *, sessions: bool = False) -> SummaryCounts:
         """One pass of the summary gate (``memctl.summarize``): each entity whose facts
         changed gets its summary found again (an undo), written by the model now, or owed.
         Every change runs one; with ``extractor`` (an LLM extractor), or ``summarizer``,
-        owed refreshes that are due are done too."""
+        owed refreshes that are due are done too. ``sessions``: and every session without
+        its sentence yet (``memctl summarize``)."""
+        return self._pass(extractor, "all" if sessions else None)
+
+    def _pass(self, extractor: Extractor | None, sessions_of: str | None) -> SummaryCounts:
+        """A gate pass; ``sessions_of``: the operation whose sessions get their sentence
+        (``"all"``: every session)."""
+        from memctl.store import summaries
         from memctl.summarize import gate_pass, summarizer_for
 
         with self.connections.writing() as db:
-            return gate_pass(db, self.clock, self.summarizer or summarizer_for(extractor))
+            sessions = ([] if sessions_of is None else summaries.all_sessions(db) if sessions_of == "all"
+                        else summaries.sessions_of_operation(db, sessions_of))
+            return gate_pass(db, self.clock, self.summarizer or summarizer_for(extractor), sessions)
 
-    def _gate(self, extractor: Extractor | None) -> SummaryCounts | None:
-        """A change's gate pass; what it did, for the change's report, when it did anything
-        (without a model and with no summary stored, it has nothing to say)."""
-        counts = self.summarize(extractor)
+    def _gate(self, extractor: Extractor | None, operation_id: str | None = None) -> SummaryCounts | None:
+        """A change's gate pass (with the sessions of ``operation_id``, which added turns);
+        what it did, for the change's report, when it did anything (without a model and
+        with no summary stored, it has nothing to say)."""
+        counts = self._pass(extractor, operation_id)
         return counts if counts.model is not None or counts.any() else None
 
     def rebuild(self) -> RebuildResult:

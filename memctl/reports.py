@@ -195,6 +195,8 @@ class SummaryCounts(Record):
     skipped: dict[str, int] = field(default_factory=dict)
     calls: int = 0
     unavailable: str | None = None  # why the model could not be reached: its refreshes are owed
+    sessions_written: int = 0  # session sentences written
+    sessions_skipped: dict[str, int] = field(default_factory=dict)  # unchanged | live | no_model | unavailable | failed
 
     _OMITTED_WHEN_NONE = frozenset({"unavailable"})
 
@@ -204,8 +206,11 @@ class SummaryCounts(Record):
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + n
 
+    def skip_session(self, reason: str, n: int = 1) -> None:
+        self.sessions_skipped[reason] = self.sessions_skipped.get(reason, 0) + n
+
     def any(self) -> bool:
-        return bool(self.refreshed or self.skipped)
+        return bool(self.refreshed or self.skipped or self.sessions_written or self.sessions_skipped)
 
 
 @record

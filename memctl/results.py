@@ -175,12 +175,18 @@ class _SessionListingFields(NamedTuple):
     first_at: str  # when its first and last turns held now were said
     last_at: str
     episodes: int
+    participants: list[str]  # who speaks in it: the user and the tool that answered (by its format)
+    # One sentence a model wrote about the whole session (memctl.summarize), while it holds
+    # the turns it was written from; None until one is
+    summary: str | None = None
+    summary_by: str | None = None
 
 
 class SessionListing(ReadRecord, _SessionListingFields):
     """One session (a session file, a conversation of an export) as ``memctl sessions`` lists it."""
 
     __slots__ = ()
+    _OMITTED_WHEN_NONE = frozenset({"summary_by"})
 
 
 class _EntitySummaryFields(NamedTuple):

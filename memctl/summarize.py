@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memctl import summary
-from memctl.errors import LLMUnavailable
+from memctl import summary, times
+from memctl.errors import LLMUnavailable, NoModel
 from memctl.reports import SummaryCounts
 from memctl.store import reads
 from memctl.store import summaries as store
@@ -51,10 +52,23 @@ class Summarizer(Protocol):
         the endpoint cannot be used, ``CallFailed`` when this call failed."""
         ...
 
+    def write_session(self, session: str, turns: list[tuple[str, str]]) -> str:
+        """One sentence about a session from its turns ((reference time, text)); raises as ``write``."""
+        ...
 
-def gate_pass(db: Database, clock: Clock, summarizer: Summarizer | None) -> SummaryCounts:
-    """One pass of the gate over the entities whose summary is owed (see the module)."""
+
+def gate_pass(db: Database, clock: Clock, summarizer: Summarizer | None,
+              sessions: Iterable[str] = ()) -> SummaryCounts:
+    """One pass of the gate over the entities whose summary is owed (see the module), and
+    over ``sessions`` (those a change added turns to: ``session_pass``)."""
     counts = SummaryCounts(model=summarizer.name if summarizer is not None else None)
+    _entity_pass(db, clock, summarizer, counts)
+    if summarizer is not None:  # a session's sentence is looked up as it is read: without a model, nothing to do
+        session_pass(db, clock, summarizer, list(sessions), counts)
+    return counts
+
+
+def _entity_pass(db: Database, clock: Clock, summarizer: Summarizer | None, counts: SummaryCounts) -> None:
     asks: list[tuple[int, str, summary.Reason]] = []
     with write_transaction(db):
         at = transaction_time(db, clock)
@@ -86,7 +100,7 @@ def gate_pass(db: Database, clock: Clock, summarizer: Summarizer | None) -> Summ
                 asks.append((gate.subject_id, facts_hash, reason))
         material = {subject_id: _material(db, subject_id, at) for subject_id, _, _ in asks}
     if not asks:
-        return counts
+        return
     assert summarizer is not None
     written: list[tuple[int, str, str, summary.Reason]] = []
     owed: list[tuple[int, str]] = []
@@ -102,10 +116,13 @@ def gate_pass(db: Database, clock: Clock, summarizer: Summarizer | None) -> Summ
                 owed.append((subject_id, "failed"))
                 counts.skip("failed")
                 continue
-            # The endpoint is down (its retries spent) or unusable: the rest are owed too.
-            counts.unavailable = str(error)
-            owed += [(s, "unavailable") for s, _, _ in asks[n:]]
-            counts.skip("unavailable", len(asks) - n)
+            # The endpoint is down (its retries spent) or unusable, or no model is named (a
+            # key exported for something else, a structured import): the rest are owed too.
+            why = "no_model" if isinstance(error, NoModel) else "unavailable"
+            if why == "unavailable":
+                counts.unavailable = str(error)
+            owed += [(s, why) for s, _, _ in asks[n:]]
+            counts.skip(why, len(asks) - n)
             break
         written.append((subject_id, facts_hash, text, reason))
     with write_transaction(db):
@@ -119,7 +136,64 @@ def gate_pass(db: Database, clock: Clock, summarizer: Summarizer | None) -> Summ
             counts.refresh(reason)
         for subject_id, why in owed:
             store.owe(db, subject_id, why)
-    return counts
+
+
+def session_pass(db: Database, clock: Clock, summarizer: Summarizer, sessions: list[str],
+                 counts: SummaryCounts) -> None:
+    """One sentence for each of these sessions, written from its turns and kept for that
+    set of turns (``store.summaries.turns_hash``): a session whose turns had one already
+    costs nothing (``unchanged``); one still being written (a turn said within
+    ``summary.BURST_QUIET`` of now) waits for its end (``live``), as a burst does."""
+    if not sessions:
+        return
+    now = times.from_storage(times.to_storage(clock()))
+    asks = []
+    for session in sessions:
+        turns = store.session_turns(db, session)
+        if not turns:
+            continue
+        turns_hash = store.turns_hash(turns)
+        if store.session_summary(db, session, turns_hash) is not None:
+            counts.skip_session("unchanged")
+        elif now - times.from_storage(turns[-1][2]) < summary.BURST_QUIET:
+            counts.skip_session("live")
+        else:
+            asks.append((session, turns_hash, turns))
+    from memctl.extract.llm import CallFailed
+
+    written = []
+    for n, (session, turns_hash, turns) in enumerate(asks):
+        try:
+            text = summarizer.write_session(session, _session_material(turns))
+            counts.calls += 1
+        except (LLMUnavailable, CallFailed) as error:
+            if isinstance(error, CallFailed) and error.refused:
+                counts.calls += 1
+                counts.skip_session("failed")
+                continue
+            why = "no_model" if isinstance(error, NoModel) else "unavailable"
+            if why == "unavailable":
+                counts.unavailable = str(error)
+            counts.skip_session(why, len(asks) - n)
+            break
+        written.append((session, turns_hash, text, [turn[0] for turn in turns]))
+    if written:
+        with write_transaction(db):
+            at = transaction_time(db, clock)
+            for session, turns_hash, text, episode_ids in written:
+                store.write_session_summary(db, session, turns_hash, text, summarizer.name, episode_ids, at)
+                counts.sessions_written += 1
+
+
+def _session_material(turns: list[tuple[str, str, str, str]]) -> list[tuple[str, str]]:
+    """The turns a session's sentence is written from: its first SESSION_TURNS and its
+    last, each cut to TURN_CHARS."""
+    chosen = turns if len(turns) <= 2 * SESSION_TURNS else [*turns[:SESSION_TURNS], *turns[-SESSION_TURNS:]]
+    return [(when, text[:TURN_CHARS]) for _, _, when, text in chosen]
+
+
+SESSION_TURNS = 3
+TURN_CHARS = 400
 
 
 def _material(db: Database, subject_id: int, at: str) -> tuple[str, str, list[tuple[str, str]]]:
@@ -133,11 +207,11 @@ def _material(db: Database, subject_id: int, at: str) -> tuple[str, str, list[tu
 
 def summarizer_for(extractor: object | None) -> Summarizer | None:
     """The summarizer a change's extractor implies: its endpoint and model when it is the
-    LLM extractor, unless MEMCTL_SUMMARIES is ``off``; else none."""
+    LLM extractor and an endpoint is configured, unless MEMCTL_SUMMARIES is ``off``; else none."""
     llm = sys.modules.get("memctl.extract.llm")  # imported if, and only if, an LLM extractor was made
     if llm is None or not isinstance(extractor, llm.LLMExtractor) or os.environ.get("MEMCTL_SUMMARIES") == "off":
         return None
-    return ModelSummarizer(extractor)
+    return ModelSummarizer(extractor) if extractor.has_endpoint else None
 
 
 class ModelSummarizer:
@@ -151,15 +225,21 @@ class ModelSummarizer:
         return self.extractor.name
 
     def write(self, entity: str, facts: str, excerpts: list[tuple[str, str]]) -> str:
+        said = "\n".join(f"<episode time=\"{when}\">\n{text}\n</episode>" for when, text in excerpts)
+        return self._ask(SYSTEM_PROMPT, f"ENTITY: {entity}\n\nFACTS:\n{facts}\n\nLATEST EPISODES:\n{said}",
+                         summary.SUMMARY_CHARS)
+
+    def write_session(self, session: str, turns: list[tuple[str, str]]) -> str:
+        said = "\n".join(f"<turn time=\"{when}\">\n{text}\n</turn>" for when, text in turns)
+        return self._ask(SESSION_PROMPT, f"SESSION: {session}\n\nTURNS:\n{said}", SESSION_CHARS)
+
+    def _ask(self, system: str, user: str, most: int) -> str:
+        """One chat call; its text without a reasoning block, redacted, cut to ``most``."""
         from memctl.extract.llm import CallFailed, call_with_retries, unwrap_text
         from memctl.redact import redact
 
         client, model = self.extractor.endpoint()
-        said = "\n".join(f"<episode time=\"{when}\">\n{text}\n</episode>" for when, text in excerpts)
-        messages = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": f"ENTITY: {entity}\n\nFACTS:\n{facts}\n\nLATEST EPISODES:\n{said}"},
-        ]
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
         def create() -> Any:
             return client.chat.completions.create(model=model, messages=messages, temperature=0,
@@ -171,9 +251,13 @@ class ModelSummarizer:
         if not text:
             raise CallFailed("the model's summary was empty")
         # What a model writes is stored and served: a secret it repeats is redacted as any text is.
-        return summary.cut(redact(text)[0])
+        return summary.cut(redact(text)[0], most)
 
 
+SESSION_CHARS = 240  # a session's sentence
+SESSION_PROMPT = """You summarise one working session between a person and an AI assistant, for a list of sessions.
+Write one sentence of at most 200 characters saying what the session set out to do and what came of it.
+Use only the TURNS given. No preamble, no markdown."""
 SYSTEM_PROMPT = """You summarise what a memory knows about one entity, for an agent that reads it first.
 Write at most 600 characters of plain prose, in two to four sentences: what holds now and since when,
 what it replaced, and what ended. Use only the FACTS and the LATEST EPISODES given; keep every date

@@ -61,13 +61,13 @@ def _day(instant: str | None) -> str:
     return "…" if instant is None else instant[:10]
 
 
-def cut(text: str) -> str:
-    """``text`` in SUMMARY_CHARS, cut after a whole sentence or clause where it can be."""
-    if len(text) <= SUMMARY_CHARS:
+def cut(text: str, most: int = SUMMARY_CHARS) -> str:
+    """``text`` in ``most`` characters, cut after a whole sentence or clause where it can be."""
+    if len(text) <= most:
         return text
-    head = text[:SUMMARY_CHARS - 1]
+    head = text[:most - 2]
     end = max(head.rfind(". "), head.rfind("; "))
-    return (head[:end + 1] if end > SUMMARY_CHARS // 2 else head.rstrip()) + " …"
+    return (head[:end + 1] if end > most // 2 else head.rstrip()) + " …"
 
 
 def facts_hash(rows: Iterable[tuple]) -> str:

@@ -144,6 +144,15 @@ CREATE TABLE revisions (
             old_created_at TEXT NOT NULL,
             PRIMARY KEY (episode_id, revised_at)
         ) WITHOUT ROWID;
+CREATE TABLE session_summaries (
+            session TEXT NOT NULL,
+            episodes_hash TEXT NOT NULL,
+            text TEXT NOT NULL,
+            model TEXT NOT NULL,
+            episode_ids TEXT NOT NULL,     -- JSON: the turns it was written from
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (session, episodes_hash)
+        ) WITHOUT ROWID;
 CREATE TABLE summaries (
             id INTEGER PRIMARY KEY,
             subject_id INTEGER NOT NULL,

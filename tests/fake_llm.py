@@ -176,6 +176,9 @@ class FakeOpenAIServer:
                     server.summary_requests.append(user)
                 if body["model"] == "fake-down":
                     return self.answer(503, {"error": {"message": "The server is overloaded"}})
+                if user.startswith("SESSION: "):  # a session's sentence: its first turn's first line
+                    first = re.search(r"<turn time=\"[^\"]*\">\n(.*)$", user, re.MULTILINE).group(1)
+                    return self.answer(200, completion(f"The session began with: {first} {server.summary_extra}"))
                 entity = re.search(r"^ENTITY: (.*)$", user, re.MULTILINE).group(1)
                 facts = re.search(r"^FACTS:\n(.*?)\n\nLATEST EPISODES:", user, re.DOTALL | re.MULTILINE).group(1)
                 self.answer(200, completion(f"<think>about {entity}</think>In short, {facts} {server.summary_extra}"))

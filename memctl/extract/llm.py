@@ -529,6 +529,14 @@ class LLMExtractor:
         """What this run asks the endpoint for: the strict schema until it was refused."""
         return self._formats[0]
 
+    @property
+    def has_endpoint(self) -> bool:
+        """Whether it was given a client or the environment names an endpoint: a run that
+        extracts nothing (a structured import) may have neither."""
+        from memctl.extract import llm_configured
+
+        return self._client is not None or llm_configured()
+
     def endpoint(self) -> tuple[Any, str]:
         """(client, model) for a call of another kind on the same endpoint (a summary)."""
         return self._ready(client=True)

@@ -488,6 +488,7 @@ def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges
         # A summary was written from its entity's facts: those of the purged text's subjects go.
         summaries.forget(db, [row[0] for row in db.execute(
             "SELECT DISTINCT a.subject_id FROM temp.purged_episodes e CROSS JOIN assertions a ON a.episode_id = e.id")])
+        summaries.forget_sessions(db)
         db.execute("DELETE FROM facts_fts WHERE rowid IN (SELECT id FROM temp.doomed_facts)")
         db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
         db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")

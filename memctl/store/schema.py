@@ -479,5 +479,18 @@ def summaries(db: Database) -> None:
         ) WITHOUT ROWID;
         CREATE INDEX summary_gates_dirty ON summary_gates(subject_id) WHERE dirty = 1;
         CREATE INDEX summary_gates_pending ON summary_gates(subject_id) WHERE passes > 0;
+
+        -- One sentence a model wrote about a session (store/search.py: SESSION), for the
+        -- set of its turns it read (episodes_hash): served while the session holds just
+        -- those turns, found again if it holds them again, erased with any of them by a purge.
+        CREATE TABLE session_summaries (
+            session TEXT NOT NULL,
+            episodes_hash TEXT NOT NULL,
+            text TEXT NOT NULL,
+            model TEXT NOT NULL,
+            episode_ids TEXT NOT NULL,     -- JSON: the turns it was written from
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (session, episodes_hash)
+        ) WITHOUT ROWID;
         """
     )

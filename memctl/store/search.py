@@ -157,13 +157,13 @@ K1, B = 1.2, 0.75
 SESSION = "(CASE WHEN e.session IS NULL THEN e.source ELSE e.source || '#' || e.session END)"
 
 
-class SessionHit(NamedTuple):
+class SessionMatch(NamedTuple):
     session: str
     score: float  # BM25 of the session; higher is better
     episodes: list[str]  # its episodes in the window that hold the question's words, most of them first
 
 
-def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[SessionHit]:
+def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[SessionMatch]:
     """The sessions (``SESSION``: a session file, a conversation) whose turns match the FTS5
     strings, by BM25 over whole sessions, best first, each with its best episodes.
 
@@ -205,7 +205,7 @@ def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: in
         for part, ids in terms.items():
             for episode_id in ids:
                 weight[episode_id] = weight.get(episode_id, 0.0) + idf[part]
-        hits.append(SessionHit(session, score, sorted(weight, key=lambda e: (-weight[e], e))))
+        hits.append(SessionMatch(session, score, sorted(weight, key=lambda e: (-weight[e], e))))
     hits.sort(key=lambda hit: (-hit.score, hit.session))
     return hits[:limit]
 
@@ -504,9 +504,28 @@ def sessions_listed(db: Queryable, since: str | None, until: str | None, limit: 
     for chunk, marks in in_chunks([row[7] for row in rows]):
         titles.update((episode_id, _title(content)) for episode_id, content in db.execute(
             f"SELECT id, content FROM episodes WHERE id IN ({marks})", chunk))
-    return [SessionListing(session=session, source=source, conversation=conversation, format=format,
-                           title=titles.get(title_id, ""), first_at=first_at, last_at=last_at, episodes=count)
-            for session, source, conversation, format, first_at, last_at, count, title_id in rows]
+    from memctl.store.summaries import session_summary, session_turns, turns_hash
+
+    listed = []
+    for session, source, conversation, format, first_at, last_at, count, title_id in rows:
+        written = session_summary(db, session, turns_hash(session_turns(db, session)))
+        listed.append(SessionListing(
+            session=session, source=source, conversation=conversation, format=format, title=titles.get(title_id, ""),
+            first_at=first_at, last_at=last_at, episodes=count, participants=list(PARTICIPANTS.get(format, ("user",))),
+            summary=written[0] if written else None, summary_by=written[1] if written else None))
+    return listed
+
+
+# Who takes part in a session of each format: the person, and the tool that answered.
+PARTICIPANTS = {"claude-code": ("user", "Claude Code"), "codex": ("user", "Codex"), "chatgpt": ("user", "ChatGPT"),
+                "claude-ai": ("user", "Claude"), "gemini": ("user", "Gemini CLI"), "aider": ("user", "Aider"),
+                "jsonl": ("user", "assistant"), "text": ("author",), "markdown": ("author",),
+                "facts": ("source",), "memory": ("agent",)}
+# The formats whose sessions are conversations: a person and a tool taking turns. Only
+# those get a sentence (memctl.summarize) and come whole in recall; the episodes of a facts
+# file, a notes file or the memories an agent added do not make one story.
+CONVERSATIONS = tuple(format_ for format_, who in PARTICIPANTS.items() if len(who) == 2)
+IN_CONVERSATIONS = "e.format IN (" + ", ".join(f"'{format_}'" for format_ in CONVERSATIONS) + ")"
 
 
 def _title(content: str) -> str:

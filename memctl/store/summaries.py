@@ -165,3 +165,60 @@ def summary_of(db: Queryable, subject_id: int, name: str, as_of: str, known_at: 
 def current_summaries(db: Queryable) -> list[tuple[int, str]]:
     """(entity, facts hash) of every current summary: what the invariant tests compare."""
     return db.execute("SELECT subject_id, facts_hash FROM summaries WHERE expired_at IS NULL ORDER BY 1").fetchall()
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+def session_turns(db: Queryable, session: str) -> list[tuple[str, str, str, str]]:
+    """(episode id, content hash, reference time, text) of a session's active turns, in order."""
+    from memctl.store.search import SESSION
+
+    return db.execute(f"""SELECT e.id, e.content_hash, e.reference_time, e.content FROM episodes e
+                          WHERE {SESSION} = ? AND e.status = 'active' ORDER BY e.reference_time, e.position""",
+                      [session]).fetchall()
+
+
+def turns_hash(turns: Iterable[tuple]) -> str:
+    """The set of turns a session summary is written from: each turn's id and content hash."""
+    import hashlib
+
+    return hashlib.sha256("\n".join(sorted(f"{turn[0]}:{turn[1]}" for turn in turns)).encode()).hexdigest()[:32]
+
+
+def session_summary(db: Queryable, session: str, episodes_hash: str) -> tuple[str, str] | None:
+    """(text, model) of the summary written for the session holding these turns, if one was."""
+    row = db.execute("SELECT text, model FROM session_summaries WHERE session = ? AND episodes_hash = ?",
+                     [session, episodes_hash]).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def write_session_summary(db: Database, session: str, episodes_hash: str, text: str, model: str,
+                          episode_ids: list[str], at: str) -> None:
+    import json
+
+    db.execute("""INSERT OR REPLACE INTO session_summaries (session, episodes_hash, text, model, episode_ids, created_at)
+                  VALUES (?, ?, ?, ?, ?, ?)""", [session, episodes_hash, text, model, json.dumps(episode_ids), at])
+
+
+def sessions_of_operation(db: Queryable, operation_id: str) -> list[str]:
+    """The conversations an ingest's (or an added memory's) episodes are part of."""
+    from memctl.store.search import IN_CONVERSATIONS, SESSION
+
+    return [row[0] for row in db.execute(f"""SELECT DISTINCT {SESSION} FROM episodes e
+                                             WHERE e.operation_id = ? AND {IN_CONVERSATIONS}""", [operation_id])]
+
+
+def all_sessions(db: Queryable) -> list[str]:
+    """Every conversation memctl holds."""
+    from memctl.store.search import IN_CONVERSATIONS, SESSION
+
+    return [row[0] for row in db.execute(f"""SELECT DISTINCT {SESSION} FROM episodes e
+                                             WHERE e.status = 'active' AND {IN_CONVERSATIONS}""")]
+
+
+def forget_sessions(db: Database) -> None:
+    """A purge (``temp.purged_episodes``): the session summaries written from any purged turn go."""
+    db.execute("""DELETE FROM session_summaries WHERE EXISTS (
+                      SELECT 1 FROM json_each(session_summaries.episode_ids) j
+                      WHERE j.value IN (SELECT id FROM temp.purged_episodes))""")
