@@ -482,12 +482,20 @@ def _recall_table(result) -> None:
         title = f"as of {_day(result.as_of)}"
     title += f", as known at {_day(result.known_at)}" if result.known_at else ""
     rows = []
+
+    def said(r, label: str = "said") -> list:
+        return [label, _visible(r.text) if r.text is not None else _marked(Text, _visible(r.snippet)),
+                _day(r.reference_time), ("replaced; " if r.superseded_by else "") + f"{_source_name(r.source)}:{r.position}",
+                r.episode_id]
+
     for r in result.results:
         if r.kind == "episode":
-            rows.append(["said", _visible(r.text) if r.text is not None else _marked(Text, _visible(r.snippet)),
-                         _day(r.reference_time),
-                         ("replaced; " if r.superseded_by else "") + f"{_source_name(r.source)}:{r.position}",
-                         r.episode_id])
+            rows.append(said(r))
+        elif r.kind == "session":  # a conversation found in several turns: it, then they
+            about = r.title + (f" — {r.summary}" if r.summary else "")
+            rows.append(["session", about, f"{_day(r.first_at)} → {_day(r.last_at)}",
+                         f"{_source_name(r.source)}, {r.episodes} turns", ""])
+            rows += [said(turn, "  said") for turn in r.turns]
         elif r.kind == "summary":
             rows.append(["summary", r.summary, _day(r.as_of), f"by {r.written_by}", ""])
         else:

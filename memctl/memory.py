@@ -287,8 +287,10 @@ class Memory:
 
         _at_least_one(limit)
         with self.connections.reading() as db:
-            return search.sessions_listed(db, times.instant_argument(since, what="since"),
-                                          times.instant_argument(until, what="until"), limit)
+            # Said at any time in [since, until) (history: no asking time), as held now.
+            window = search.Window(as_of="", since=times.instant_argument(since, what="since"),
+                                   until=times.instant_argument(until, what="until"), history=True)
+            return search.sessions_listed(db, window, limit)
 
     def episode_count(self, *, source: str | Path | None = None, status: str | None = None, since: str | None = None,
                       until: str | None = None, format: str | None = None) -> int:

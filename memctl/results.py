@@ -126,11 +126,35 @@ class EpisodeHit(ReadRecord, _EpisodeHitFields):
     _OMITTED_WHEN_NONE = frozenset({"text", "superseded_by", "conversation"})
 
 
+class _SessionHitFields(NamedTuple):
+    session: str  # its key: the source, or "source#conversation" in an export
+    source: str
+    conversation: str | None
+    title: str  # its first request
+    first_at: str  # its span, as said by the asking time
+    last_at: str
+    episodes: int  # its turns in all, as said by the asking time
+    participants: list[str]
+    turns: list[EpisodeHit]  # the turns of it that were found, best first
+    summary: str | None = None  # a model's sentence about it, when one was written for its turns
+    score: float = 0.0
+    kind: Literal["session"] = "session"
+
+
+class SessionHit(ReadRecord, _SessionHitFields):
+    """A conversation recall found in more than one of its turns: it comes as one result,
+    with those turns (each a snippet), its title, span and size, rather than as turns
+    apart (``recall._in_sessions``)."""
+
+    __slots__ = ()
+    _OMITTED_WHEN_NONE = frozenset({"summary", "conversation"})
+
+
 class _RecallResultFields(NamedTuple):
     query: str
     as_of: str
     known_at: str | None
-    results: list[Fact | EpisodeHit | EntitySummary]
+    results: list[Fact | EpisodeHit | EntitySummary | SessionHit]
     unavailable: list[str] | None = None  # rankers that could not answer (an embeddings endpoint down)
     since: str | None = None  # the window's start: given, or read from the question
     until: str | None = None  # ...and its end
@@ -152,15 +176,25 @@ class RecallResult(ReadRecord, _RecallResultFields):
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
         sessions: dict[tuple[str, str | None], int] = {}
+
+        def compact(turn: dict[str, Any]) -> tuple[str, str | None]:
+            # The session's format, the turn's place in it and the fusion score are for
+            # the library and the table; an agent reads the order (and `memctl show`).
+            for field in ("kind", "format", "position", "score"):
+                turn.pop(field, None)
+            return turn.pop("source"), turn.pop("conversation", None)
+
         for n, item in enumerate(data["results"]):
             if item["kind"] == "episode":
-                kind, episode_id = item.pop("kind"), item.pop("episode_id")
-                # The session's format, the turn's place in it and the fusion score are for
-                # the library and the table; an agent reads the order (and `memctl show`).
-                for field in ("format", "position", "score"):
-                    item.pop(field, None)
+                episode_id = item.pop("episode_id")
+                session = sessions.setdefault(compact(item), len(sessions))
+                data["results"][n] = {"kind": "episode", "episode_id": episode_id, "session": session, **item}
+            elif item["kind"] == "session":
+                for turn in item["turns"]:
+                    compact(turn)
+                del item["kind"], item["score"], item["session"]
                 session = sessions.setdefault((item.pop("source"), item.pop("conversation", None)), len(sessions))
-                data["results"][n] = {"kind": kind, "episode_id": episode_id, "session": session, **item}
+                data["results"][n] = {"kind": "session", "session": session, **item}
         data["sessions"] = [{"source": source, **({"conversation": conversation} if conversation else {})}
                             for source, conversation in sessions]
         return data

@@ -640,11 +640,8 @@ def typed_history(root: Path, db_path: Path, questions: list[dict],
     rankers = {r.name: r for m in (offline, memory) for r in m._rankers()}  # vectors last, when a model is named
 
     def found(results) -> list[list[tuple[str, int]]]:
-        """Each result as the turns it retrieves: an episode itself, a fact those supporting it.
-        An entity's summary heads the facts about it, beyond the limit: it ranks nothing."""
-        return [[places[r.episode_id]] if getattr(r, "kind", "fact") == "episode"
-                else [places[e] for e in r.episodes or [] if e in places] for r in results
-                if getattr(r, "kind", "fact") != "summary"]
+        """Each result as the turns it retrieves: an episode itself, a fact those supporting it."""
+        return [[places[e] for e in found if e in places] for found in evaluate.retrieved(results)]
 
     def single(ranker):
         def search(question: dict):

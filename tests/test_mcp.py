@@ -246,7 +246,8 @@ def test_recall_is_the_clis_recall_json_and_a_second_process_can_write_meanwhile
     assert "MySQL" in databases and "Postgres" not in databases  # billing moved on 2 April 2024
     # asked with no time, an agent gets what holds and, under it, what it replaced, with their status
     now = mcp.ok("recall", query=question, limit=2)["results"]
-    assert [(r["object"], r["status"]) for r in now] == [("Postgres", "current"), ("MySQL", "superseded")]
+    assert now[0]["kind"] == "summary" and now[0]["entity"] == "billing"  # the entity asked about, first
+    assert [(r["object"], r["status"]) for r in now[1:]] == [("Postgres", "current"), ("MySQL", "superseded")]
     changes = mcp.ok("recall", query="what changed in 2024?")
     listed = memctl(mcp.db, "recall", "what changed in 2024?")
     assert changes["what_happened"] and changes["results"] == listed["results"]  # "as_of" is each one's now

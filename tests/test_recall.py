@@ -41,22 +41,33 @@ def frontend(memory: Memory, tmp_path: Path) -> Memory:
     return memory
 
 
+def turns(result) -> list:
+    """The episodes found, in order: each alone, or each turn of a conversation found in several."""
+    return [turn for r in result.results if r.kind in ("episode", "session")
+            for turn in (r.turns if r.kind == "session" else [r])]
+
+
 def said(result) -> list[str]:
     """The first line of each episode's snippet, its marks taken off."""
-    return [r.snippet.split("\n")[0].replace("**", "") for r in result.results if r.kind == "episode"]
+    return [r.snippet.split("\n")[0].replace("**", "") for r in turns(result)]
 
 
 def test_what_was_said_is_found_when_no_fact_was_extracted(frontend):
     result = frontend.recall("what did we decide about vite")
     assert "User: ok, fine, let's do vite" in said(result)[:3]
-    top = frontend.recall("let's do vite").results[0]
+    top = turns(frontend.recall("let's do vite"))[0]
     assert top.kind == "episode" and "**vite**" in top.snippet.lower() and top.text is None
     assert top.reference_time == "2024-03-01T10:05:00.000000Z" and top.format == "jsonl"
+    # One conversation found in several turns is one result: its title, span and size once,
+    # then the turns found, best first; as JSON it names its source by its place in "sessions".
+    session = result.results[0]
+    assert session.kind == "session" and session.title == "should we use webpack or vite for the new dashboard?"
+    assert session.participants == ["user", "assistant"] and session.episodes >= len(session.turns) >= 2
     json = result.to_json()["results"][0]
-    # as JSON, the episode names its session by its place in "sessions"; the rank is the order
-    assert list(json) == ["kind", "episode_id", "session", "reference_time", "snippet", "chars"]
+    assert list(json) == ["kind", "session", "title", "first_at", "last_at", "episodes", "participants", "turns"]
+    assert list(json["turns"][0]) == ["episode_id", "reference_time", "snippet", "chars"]
     assert result.to_json()["sessions"][json["session"]] == {"source": top.source}
-    whole = frontend.recall("let's do vite", full=True).results[0]
+    whole = turns(frontend.recall("let's do vite", full=True))[0]
     assert whole.text == "User: ok, fine, let's do vite\n\nAssistant: Done: the dashboard now builds with Vite."
     assert whole.chars == len(whole.text) == top.chars
 
@@ -145,7 +156,7 @@ def test_an_undone_episode_is_found_only_as_known_before_its_undo(frontend, cloc
     before_undo = frontend.now()
     clock.advance(seconds=5)
     frontend.undo([vite], apply=True)
-    ids = lambda **when: [r.episode_id for r in frontend.recall("let's do vite", kind="episode", **when).results]  # noqa: E731
+    ids = lambda **when: [r.episode_id for r in turns(frontend.recall("let's do vite", kind="episode", **when))]  # noqa: E731
     assert vite not in ids()
     assert vite in ids(known_at=before_undo, as_of="2024-12-31")
     clock.advance(seconds=5)
@@ -196,7 +207,8 @@ def test_a_fact_and_the_episode_it_came_from_fill_one_place(memory, tmp_path):
                                         "facts": [{"subject": "billing", "predicate": "uses", "object": "Postgres"}]}])
     memory.ingest([tmp_path / "f.jsonl"], IngestOptions())
     results = memory.recall("billing postgres").results
-    assert [r.kind for r in results] == ["fact"] and len(results[0].episodes) == 1
+    # (the summary of billing, which the question names, heads the facts about it)
+    assert [r.kind for r in results] == ["summary", "fact"] and len(results[1].episodes) == 1
 
 
 def test_recall_json_and_table_on_the_command_line(cli, tmp_path):
@@ -231,7 +243,7 @@ def test_facts_lists_without_a_question(cli):
 
 def test_library_recall_takes_the_rankers_it_is_given(frontend):
     result = recall(frontend.db, "vite", now=frontend.now(), rankers=(EpisodeText(),))
-    assert result.results and all(r.kind == "episode" for r in result.results)
+    assert result.results and all(r.kind in ("episode", "session") for r in result.results)
 
 
 def test_the_ranked_candidates_grow_until_the_window_has_enough(memory, tmp_path):

@@ -23,8 +23,10 @@ def team(memory: Memory) -> Memory:
 
 
 def answers(result) -> list[tuple[str, str | None]]:
-    """(what, status) of each result: a fact's object, or an episode's first words."""
-    return [(r.object, r.status) if r.kind == "fact" else (r.snippet.replace("**", "")[:20], None) for r in result.results]
+    """(what, status) of each result: a fact's object, or an episode's first words (an
+    entity's summary heading the facts about it is left out)."""
+    return [(r.object, r.status) if r.kind == "fact" else (r.snippet.replace("**", "")[:20], None)
+            for r in result.results if r.kind != "summary"]
 
 
 def test_which_database_does_billing_use_is_postgres_with_mysql_under_it(team):
@@ -41,8 +43,10 @@ def test_which_database_does_billing_use_is_postgres_with_mysql_under_it(team):
 def test_a_fact_that_ended_answers_a_question_about_it(team):
     result = team.recall("does billing still use Redis?")
     assert answers(result)[0] == ("Redis", "ended")
-    assert result.results[0].invalid_at == "2024-09-12T13:05:00.000000Z"
-    assert team.recall("did Dana lead the billing team?").results[0].subject == "Dana"
+    assert result.results[0].kind == "summary" and "Redis (until 2024-09-12)" in result.results[0].summary
+    assert result.results[1].invalid_at == "2024-09-12T13:05:00.000000Z"
+    dana = team.recall("did Dana lead the billing team?").results
+    assert (dana[0].kind, dana[0].entity, dana[1].subject) == ("summary", "Dana", "Dana")
 
 
 def test_asked_in_the_present_what_holds_comes_first(team):
@@ -149,8 +153,9 @@ def moved(memory: Memory):
 
 def test_what_holds_now_outranks_the_text_that_stated_the_old_value(memory, moved):
     results = memory.recall("which database does billing use").results
-    assert [(r.object, r.status) for r in results[:2]] == [("Postgres", "current"), ("MySQL", "superseded")]
-    assert moved in results[1].episodes  # the text is the old fact's evidence, under what holds
+    facts = [r for r in results if r.kind != "summary"]
+    assert [(r.object, r.status) for r in facts[:2]] == [("Postgres", "current"), ("MySQL", "superseded")]
+    assert moved in facts[1].episodes  # the text is the old fact's evidence, under what holds
     [old] = [r for r in memory.recall("which database does billing use", kind="episode").results
              if r.episode_id == moved]
     assert [(f["fact"], f["valid_at"]) for f in old.superseded_by] == [

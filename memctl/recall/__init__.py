@@ -10,6 +10,7 @@ found beside the episodes it came from takes them in. Time: facts by valid time
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -19,7 +20,7 @@ from memctl.recall import fusion
 from memctl.recall.query import Query, parse
 from memctl.recall.rankers import DEFAULT_RANKERS, Ranker, of_the_kind_asked
 from memctl.recall.when import named_window
-from memctl.results import EntitySummary, EpisodeHit, Fact, RecallResult
+from memctl.results import EntitySummary, EpisodeHit, Fact, RecallResult, SessionHit
 from memctl.store import Queryable, search
 from memctl.store.search import Window
 
@@ -147,28 +148,62 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     best = fusion.ranked(scores, limit, timelines)
     if beside:
         best = fusion.leading([("fact", fact_id) for fact_id in beside], best, limit)
-    episodes = search.episodes_by_id(db, [str(key[1]) for key, _ in best if key[0] == "episode"], parsed.match(),
-                                     full=full)
-    replacing = search.facts_by_id(db, sorted({fact_id for key, _ in best if str(key[1]) in replaced
-                                               for fact_id in replaced[str(key[1])][0]}), window)
+    units = _in_sessions(db, best)
+    turns = [turn for key, _, found in units for turn in (found or ([str(key[1])] if key[0] == "episode" else []))]
+    episodes = search.episodes_by_id(db, turns, parsed.match(), full=full)
+    replacing = search.facts_by_id(db, sorted({fact_id for turn in turns if turn in replaced
+                                               for fact_id in replaced[turn][0]}), window)
     replacements = {episode_id: [{"fact_id": fact_id, "fact": replacing[fact_id].fact, "valid_at": replacing[fact_id].valid_at}
                                  for fact_id in by if fact_id in replacing] for episode_id, (by, _) in replaced.items()}
-    results: list[Fact | EpisodeHit | EntitySummary] = []
-    for (item_kind, item_id), score in best:
-        item: Fact | EpisodeHit
+
+    def said(episode_id: str, score: float) -> EpisodeHit:
+        hit = episodes[episode_id]._replace(score=round(score, 6))
+        return hit._replace(superseded_by=replacements[episode_id]) if episode_id in replaced else hit
+
+    sessions = search.sessions_listed(db, Window(as_of=window.as_of, known_at=window.known_at), None,
+                                      keys=[str(key[1]) for key, _, found in units if found]) if turns else []
+    described = {session.session: session for session in sessions}
+    results: list[Fact | EpisodeHit | EntitySummary | SessionHit] = []
+    for (item_kind, item_id), score, found in units:
         if item_kind == "fact":  # a mixed list says what each result is
-            item = facts[int(item_id)]._replace(kind="fact", score=round(score, 6),
-                                                conflicts=conflicted.get(int(item_id)))
+            results.append(facts[int(item_id)]._replace(kind="fact", score=round(score, 6),
+                                                        conflicts=conflicted.get(int(item_id))))
+        elif item_kind == "episode":
+            results.append(said(str(item_id), score))
         else:
-            item = episodes[str(item_id)]._replace(score=round(score, 6))
-            if str(item_id) in replaced:
-                item = item._replace(superseded_by=replacements[str(item_id)])
-        results.append(item)
+            about = described[str(item_id)]
+            results.append(SessionHit(
+                session=about.session, source=about.source, conversation=about.conversation, title=about.title,
+                first_at=about.first_at, last_at=about.last_at, episodes=about.episodes,
+                participants=about.participants, turns=[said(turn, score) for turn in found], summary=about.summary,
+                score=round(score, 6)))
     if kind == "all":
         results = _summary_first(db, parsed, results, window)
     return RecallResult(query=query, as_of=effective_as_of, known_at=given["known_at"], results=results,
                         unavailable=unavailable or None, since=given["since"], until=given["until"],
                         time_words=time_words)
+
+
+def _in_sessions(db: Queryable, best: list[tuple[fusion.Key, float]]) -> list[tuple[fusion.Key, float, list[str]]]:
+    """``best`` as results, each (key, score, turns): the turns of one conversation (a
+    session of a conversational format, ``search.CONVERSATIONS``), when two or more are
+    among them, are one result, ``("session", its key)``, at the place of the best, with
+    them in their order; the rest as they were (turns: []). The same turns in the same
+    order, each counted in the limit: grouped, so that each conversation is told once."""
+    conversation = search.conversations_of(db, [str(key[1]) for key, _ in best if key[0] == "episode"])
+    grouped = Counter(conversation.values())
+    units: list[tuple[fusion.Key, float, list[str]]] = []
+    place: dict[str, int] = {}
+    for key, score in best:
+        session = conversation.get(str(key[1])) if key[0] == "episode" else None
+        if session is None or grouped[session] < 2:
+            units.append((key, score, []))
+        elif session in place:
+            units[place[session]][2].append(str(key[1]))
+        else:
+            place[session] = len(units)
+            units.append((("session", session), score, [str(key[1])]))
+    return units
 
 
 def _summary_first(db: Queryable, parsed: Query, results: list, window: Window) -> list:
@@ -240,7 +275,7 @@ def _what_happened(db: Queryable, query: str, window: Window, wanted: set[str], 
     facts = search.facts_by_id(db, [int(item_id) for _, item_kind, item_id in found if item_kind == "fact"], window)
     episodes = search.episodes_by_id(db, [str(item_id) for _, item_kind, item_id in found if item_kind == "episode"],
                                      None, full=full)
-    results: list[Fact | EpisodeHit | EntitySummary] = []
+    results: list[Fact | EpisodeHit | EntitySummary | SessionHit] = []
     for rank, (_, item_kind, item_id) in enumerate(found, 1):
         score = round(1.0 / (fusion.K + rank), 6)
         results.append(facts[int(item_id)]._replace(kind="fact", score=score) if item_kind == "fact"

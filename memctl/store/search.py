@@ -483,12 +483,17 @@ def what_happened(db: Queryable, window: Window, kinds: set[str], limit: int) ->
 TITLE_CHARS = 100
 
 
-def sessions_listed(db: Queryable, since: str | None, until: str | None, limit: int | None) -> list[SessionListing]:
-    """The sessions that said something in [``since``, ``until``) (active episodes), the
+def sessions_listed(db: Queryable, window: Window, limit: int | None, keys: list[str] | None = None
+                    ) -> list[SessionListing]:
+    """The sessions (of ``keys``, when given) that said something in the window, the
     latest first: each with its span, its episodes there, and as its title the first line
-    of its first turn there that asks for something (``_SLIGHT_TURN``: not a greeting)."""
-    # Said at any time in [since, until) (history: no asking time), as held now.
-    condition, params = episode_window("e", Window(as_of="", since=since, until=until, history=True))
+    of its first turn there that asks for something (``_SLIGHT_TURN``: not a greeting).
+    Its sentence (a model's) is given when the window holds all of its turns held now: it
+    was written from those."""
+    condition, params = episode_window("e", window)
+    if keys is not None:
+        condition += f" AND {SESSION} IN ({', '.join('?' * len(keys))})"
+        params += keys
     rows = db.execute(
         f"""SELECT session, source, conversation, format, first_at, last_at, n, id FROM (
                 SELECT {SESSION} AS session, e.source, e.session AS conversation, e.format, e.id,
@@ -508,12 +513,22 @@ def sessions_listed(db: Queryable, since: str | None, until: str | None, limit: 
 
     listed = []
     for session, source, conversation, format, first_at, last_at, count, title_id in rows:
-        written = session_summary(db, session, turns_hash(session_turns(db, session)))
+        turns = session_turns(db, session) if format in CONVERSATIONS else []
+        written = session_summary(db, session, turns_hash(turns)) if turns and len(turns) == count else None
         listed.append(SessionListing(
             session=session, source=source, conversation=conversation, format=format, title=titles.get(title_id, ""),
             first_at=first_at, last_at=last_at, episodes=count, participants=list(PARTICIPANTS.get(format, ("user",))),
             summary=written[0] if written else None, summary_by=written[1] if written else None))
     return listed
+
+
+def conversations_of(db: Queryable, episode_ids: list[str]) -> dict[str, str]:
+    """Of these episodes, those of a conversation (``CONVERSATIONS``): episode id → its session."""
+    found: dict[str, str] = {}
+    for chunk, marks in in_chunks(episode_ids):
+        found.update(db.execute(f"SELECT e.id, {SESSION} FROM episodes e WHERE e.id IN ({marks}) AND {IN_CONVERSATIONS}",
+                                chunk).fetchall())
+    return found
 
 
 # Who takes part in a session of each format: the person, and the tool that answered.
