@@ -1630,6 +1630,10 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="with --backfill: print the table as markdown")
     parser.add_argument("--rows", type=lambda text: text.split(","), default=list(BACKFILL_ROWS),
                         help=f"with --backfill: only these rows, comma-separated, of {', '.join(BACKFILL_ROWS)}")
+    parser.add_argument("--consolidation", action="store_true",
+                        help="only summaries and conflicts: calls behind the gate, stale summaries, planted conflicts")
+    parser.add_argument("--consolidation-episodes", type=int, default=2400, help="with --consolidation")
+    parser.add_argument("--consolidation-entities", type=int, default=120, help="with --consolidation")
     parser.add_argument("--imports", action="store_true",
                         help="only what starting each command costs: whole process, and its imports")
     parser.add_argument("--assertions", type=int, default=100_000)
@@ -1661,6 +1665,17 @@ def main() -> None:
         return
     if args.vectors:
         print(json.dumps(vectors_benchmark(args.vector_episodes, args.dimensions)))
+        return
+    if args.consolidation:
+        from consolidation import consolidation_benchmark
+
+        # The stream ingested at once (a backfill), in chunks of 100 episodes each ingested
+        # when its last is said, and live (each episode as it is said), a quarter of it.
+        episodes, entities = args.consolidation_episodes, args.consolidation_entities
+        print(json.dumps({"one_ingest": consolidation_benchmark(args.seed, entities, episodes, chunk=episodes * 2,
+                                                                steps=0),
+                          "chunks": consolidation_benchmark(args.seed, entities, episodes, chunk=100),
+                          "live": consolidation_benchmark(args.seed, entities, episodes // 4, chunk=1, steps=0)}))
         return
     if args.imports:
         with tempfile.TemporaryDirectory(prefix="memctl-imports-") as tmp:

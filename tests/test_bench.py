@@ -197,3 +197,14 @@ def test_the_undo_floor_changes_the_rows_an_undo_of_the_whole_ingest_changes(tmp
 
     assert counts(floor) == counts(made)
     assert counts(made)["expired assertions"] == 300 and counts(made)["undone episodes"] > 7
+
+
+def test_the_consolidation_mode_holds_its_promises_at_a_small_size():
+    """--consolidation: calls within one per entity whose facts changed, no stale summary
+    after any ingest or change, every planted conflict found and no other."""
+    found = run_bench("--consolidation", "--consolidation-episodes", "400", "--consolidation-entities", "30")
+    for run in found.values():
+        assert run["calls_within_bound"] and run["summary_calls"] < run["always_refresh_calls"]
+        assert run["stale_after_each_ingest"] == run["stale_after_each_step"] == 0
+        assert run["conflicts_found"] == run["conflicts_planted"] > 0 and run["conflicts_spurious"] == []
+    assert found["one_ingest"]["summary_calls"] == found["one_ingest"]["entities_changed_per_ingest_summed"] == 30
