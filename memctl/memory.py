@@ -154,11 +154,16 @@ class Memory:
         """Take episodes back out (``purge``: erase them for good), or put back what a repair,
         a retry or an undo changed. A preview unless ``apply``."""
         from memctl import undo as undo_module
+        from memctl.store.connection import checkpoint
 
         with self.connections.writing() as db:
             plan = undo_module.undo(db, self.clock, targets, source=source, apply=apply, purge=purge)
         if plan.applied:
             plan.summaries = self._gate(None)
+            if purge:  # the pass wrote after the purge emptied the log: empty it again
+                with self.connections.writing() as db:
+                    if not checkpoint(db) and plan.unerased is None:
+                        plan.unerased = undo_module.UNERASED
         return plan
 
     def retry(self, targets: list[str], extractor: Extractor, *, failed: bool = False,

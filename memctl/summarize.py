@@ -69,6 +69,8 @@ def gate_pass(db: Database, clock: Clock, summarizer: Summarizer | None,
 
 
 def _entity_pass(db: Database, clock: Clock, summarizer: Summarizer | None, counts: SummaryCounts) -> None:
+    if not store.anything_to_decide(db, owed_too=summarizer is not None):
+        return  # no transaction: a change that touched no fact writes nothing more
     asks: list[tuple[int, str, summary.Reason]] = []
     with write_transaction(db):
         at = transaction_time(db, clock)
@@ -200,7 +202,7 @@ def _material(db: Database, subject_id: int, at: str) -> tuple[str, str, list[tu
     """What the model is given for an entity: its name, its offline summary now, and the
     latest episodes behind its current facts."""
     name = reads.entity_names(db, {subject_id})[subject_id]
-    facts = reads.facts_of_subject_at(db, subject_id, at, None)
+    facts = reads.facts_of_subject_at(db, subject_id, at, None, latest=store.SHOWN)
     excerpts = [(when, text[:EXCERPT_CHARS]) for when, text in reads.latest_texts_of_subject(db, subject_id, EXCERPTS)]
     return name, summary.offline_summary(name, facts, at), excerpts
 

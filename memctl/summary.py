@@ -51,7 +51,7 @@ def offline_summary(entity: str, facts: Sequence[Fact], as_of: str) -> str:
         holding.append(line)
     if not holding and not ended:
         return f"{entity}, as of {_day(as_of)}: nothing known yet."
-    parts = [f"{entity}, as of {_day(as_of)}:", *(f"{line}." for line in holding)]
+    parts = [f"{entity}, as of {_day(as_of)}:", *(line if line.endswith("…") else f"{line}." for line in holding)]
     if ended:
         parts.append("No longer: " + "; ".join(ended) + ".")
     return cut(" ".join(parts))

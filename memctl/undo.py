@@ -140,10 +140,12 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
     command = {"targets": targets, "source": str(source) if source else None, "purge": purge}
     _undo_episodes(db, clock, plan, targets, episode_ids, command)
     if plan.applied and purge and not checkpoint(db):
-        plan.unerased = ("another connection is reading an older snapshot of the database, so the file's "
-                         "write-ahead log still holds the purged pages; they are erased when the last connection "
-                         "to it closes")
+        plan.unerased = UNERASED
     return plan
+
+
+UNERASED = ("another connection is reading an older snapshot of the database, so the file's write-ahead log "
+            "still holds the purged pages; they are erased when the last connection to it closes")
 
 
 def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str], episode_ids: list[str],

@@ -63,13 +63,30 @@ def facts_of_subject(db: Queryable, subject_id: int, now: str) -> list[tuple[Fac
     return list(zip(with_episodes(db, [fact for fact, _ in facts], None), [key for _, key in facts], strict=True))
 
 
-def facts_of_subject_at(db: Queryable, subject_id: int, as_of: str, known_at: str | None) -> list[Fact]:
+def facts_of_subject_at(db: Queryable, subject_id: int, as_of: str, known_at: str | None,
+                        latest: tuple[int, int] | None = None) -> list[Fact]:
     """The facts of an entity that began by ``as_of``, as held at ``known_at``, with their
-    status at ``as_of`` and their predicate key, by slot and time."""
+    status at ``as_of`` and their predicate key, by slot and time. ``latest`` (slots, per
+    slot): only the slots that changed last by ``as_of``, and of each the facts that began
+    or ended last: what a summary of a few lines shows (an entity with 20,000 fact
+    versions in 500 slots took 150 ms to read whole, and a recall reads one)."""
     condition, params = time_window("f", known_at=known_at)
+    condition += " AND f.subject_id = ? AND f.valid_at <= ?"
+    params += [subject_id, as_of]
+    if latest is not None:
+        condition = f"""f.id IN (
+            WITH changes AS (SELECT f.id, f.predicate_key,
+                                    CASE WHEN f.invalid_at <= ? THEN f.invalid_at ELSE f.valid_at END AS changed
+                             FROM facts f WHERE {condition}),
+                 slots AS (SELECT predicate_key, max(changed) AS last FROM changes GROUP BY predicate_key
+                           ORDER BY last DESC LIMIT ?)
+            SELECT id FROM (SELECT c.id, row_number() OVER (PARTITION BY c.predicate_key
+                                                            ORDER BY c.changed DESC, c.id DESC) AS place
+                            FROM changes c JOIN slots s ON s.predicate_key = c.predicate_key)
+            WHERE place <= ?)"""
+        params = [as_of, *params, *latest]
     return [fact._replace(predicate_key=key) for fact, key in facts_where(
-        db, f"{condition} AND f.subject_id = ? AND f.valid_at <= ?", [*params, subject_id, as_of],
-        order="f.predicate_key, f.valid_at, f.id", status_at=as_of)]
+        db, condition, params, order="f.predicate_key, f.valid_at, f.id", status_at=as_of)]
 
 
 def latest_texts_of_subject(db: Queryable, subject_id: int, limit: int) -> list[tuple[str, str]]:

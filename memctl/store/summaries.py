@@ -72,6 +72,13 @@ class Gate(NamedTuple):
     owed: str | None
 
 
+def anything_to_decide(db: Queryable, *, owed_too: bool) -> bool:
+    """Whether an entity's facts changed since the last pass (or, ``owed_too``, a refresh is
+    owed from before)."""
+    return db.execute(f"""SELECT EXISTS (SELECT 1 FROM summary_gates WHERE dirty = 1)
+                          {"OR EXISTS (SELECT 1 FROM summary_gates WHERE passes > 0)" if owed_too else ""}""").fetchone()[0]
+
+
 def take_changes(db: Database, at: str) -> None:
     """A gate pass at ``at`` takes in the entities whose facts changed since the last one."""
     db.execute("""UPDATE summary_gates SET dirty = 0, passes = passes + 1,
@@ -152,14 +159,27 @@ def summary_of(db: Queryable, subject_id: int, name: str, as_of: str, known_at: 
     (it was written from all of them); else the offline summary, exact at any time."""
     from memctl.summary import offline_summary
 
-    facts = facts_of_subject_at(db, subject_id, as_of, known_at)
+    facts = facts_of_subject_at(db, subject_id, as_of, known_at, latest=SHOWN)
     summary = EntitySummary(entity=name, as_of=as_of, known_at=known_at, summary=offline_summary(name, facts, as_of),
                             fact_ids=[fact.fact_id for fact in facts])
     stored = held(db, subject_id, known_at)
-    if stored is not None and all(valid_at <= as_of and (invalid_at is None or invalid_at <= as_of)
-                                  for _, _, valid_at, invalid_at, _ in fact_rows(db, subject_id, known_at)):
+    if stored is not None and not _after(db, subject_id, as_of, known_at):
         summary = summary._replace(summary=stored.text, written_by=stored.model, written_at=stored.created_at)
     return summary
+
+
+# The facts a summary is built from: of the slots that changed last, this many, and of each
+# the latest this many (the value now, the values it replaced that are shown, what ended).
+# More would be cut at SUMMARY_CHARS anyway.
+SHOWN = (12, 6)
+
+
+def _after(db: Queryable, subject_id: int, as_of: str, known_at: str | None) -> bool:
+    """Whether any fact of the entity held at ``known_at`` begins or ends after ``as_of``."""
+    held_then, params = time_window("f", known_at=known_at)
+    return db.execute(f"""SELECT 1 FROM facts f WHERE f.subject_id = ? AND {held_then}
+                          AND (f.valid_at > ? OR f.invalid_at > ?) LIMIT 1""",
+                      [subject_id, *params, as_of, as_of]).fetchone() is not None
 
 
 def current_summaries(db: Queryable) -> list[tuple[int, str]]:
