@@ -40,15 +40,22 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ impo
         RebuildResult,
         RepairResult,
         RetryResult,
+        Settlement,
+        SummaryCounts,
         UndoPlan,
     )
     from memctl.results import (
+        Conflict,
+        EntitySummary,
         EpisodeDetail,
+        EpisodeHit,
         EpisodeSummary,
         Fact,
         History,
         Operation,
         RecallResult,
+        SessionHit,
+        SessionListing,
         Slot,
         Stats,
         StoredAssertion,
@@ -61,10 +68,11 @@ _HOMES = {
     "memctl.extract": ["Extractor", "Request", "Result", "build_extractor"],
     "memctl.errors": ["MemctlError", "BadInput", "NotFound", "Ambiguous", "NotUndoable", "NothingToExtract",
                       "FileRefused", "LLMUnavailable"],
-    "memctl.results": ["RecallResult", "Fact", "History", "Slot", "EpisodeSummary", "EpisodeDetail", "StoredAssertion",
-                       "Stats", "Operation"],
+    "memctl.results": ["RecallResult", "Fact", "EpisodeHit", "SessionHit", "EntitySummary", "SessionListing",
+                       "Conflict", "History", "Slot", "EpisodeSummary", "EpisodeDetail", "StoredAssertion", "Stats",
+                       "Operation"],
     "memctl.reports": ["IngestReport", "UndoPlan", "Effects", "FactChange", "RetryResult", "RepairResult", "DateFix",
-                       "RebuildResult", "MemoryAdded"],
+                       "RebuildResult", "MemoryAdded", "Settlement", "SummaryCounts"],
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 __all__ = sorted(_HOME_OF)

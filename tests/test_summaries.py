@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from memctl import IngestOptions, Memory
 from memctl.extract.llm import LLMExtractor, make_client
+from memctl.extract.rules import RulesExtractor
 from memctl.store import summaries as store
 from memctl.summary import facts_hash
 from tests.conftest import FakeClock
@@ -190,6 +191,25 @@ def test_memctl_summarize_does_what_is_owed(cli, db_path, monkeypatch, clock):
         assert cli("summarize", "--model", "fake-normal", "--json").json()["calls"] == 0
 
 
+@pytest.mark.parametrize(("state", "expected"), [
+    ({"invalidated": False, "passes": 1, "refreshed_at": None}, (True, "new")),
+    ({"invalidated": True, "passes": 1, "refreshed_at": None}, (True, "new")),  # no summary yet: new first
+    ({"invalidated": True, "passes": 5, "refreshed_at": "2025-01-01T11:59:00.000000Z"}, (True, "invalidated")),
+    ({"invalidated": False, "passes": 1, "refreshed_at": "2024-12-24T12:00:00.000000Z"}, (True, "stale")),
+    ({"invalidated": False, "passes": 4, "refreshed_at": "2024-12-24T12:00:00.000000Z"}, (True, "stale")),
+    ({"invalidated": False, "passes": 1, "refreshed_at": "2025-01-01T11:00:00.000000Z"}, (False, "fresh")),
+    ({"invalidated": False, "passes": 3, "refreshed_at": "2025-01-01T11:00:00.000000Z"}, (False, "burst")),
+    ({"invalidated": False, "passes": 3, "refreshed_at": "2025-01-01T11:00:00.000000Z",
+      "last_changed_at": "2025-01-01T11:49:00.000000Z"}, (True, "burst")),  # quiet for 11 minutes: it ended
+    ({"invalidated": False, "passes": 20, "refreshed_at": "2025-01-01T11:00:00.000000Z"}, (True, "burst")),  # cap
+])
+def test_the_gate_decides_each_reason_alone_and_together(state, expected):
+    from memctl.summary import decide
+
+    now = "2025-01-01T12:00:00.000000Z"
+    assert decide(**{"last_changed_at": now, **state}, now=now) == expected
+
+
 # --- the invariant, over random changes -------------------------------------------------------
 
 
@@ -205,13 +225,19 @@ class Counting:
         self.calls += 1
         return f"{entity}: {facts}"[:600]
 
+    def write_session(self, session: str, turns: list) -> str:
+        self.calls += 1
+        return f"{session}: {len(turns)} turns"
+
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(["add", "add", "add", "undo", "revert", "purge", "rebuild", "gate"]),
+@given(st.lists(st.tuples(st.sampled_from(["add", "add", "add", "said", "undo", "revert", "purge", "retry", "repair",
+                                           "rebuild", "gate"]),
                           st.integers(0, 10_000)), min_size=3, max_size=14))
 def test_every_current_summary_is_of_its_entitys_current_facts(steps):
     clock = FakeClock()
     memory = Memory.open(":memory:", clock, summarizer=Counting())
+    rules = RulesExtractor(clock)
     undone: list[str] = []
     try:
         for op, seed in steps:
@@ -222,6 +248,15 @@ def test_every_current_summary_is_of_its_entitys_current_facts(steps):
                 memory.add_memory("x", reference_time=f"2024-0{pick.randint(1, 9)}-01", facts=[
                     {"subject": pick.choice(["billing", "search"]), "predicate": pick.choice(["db", "lead"]),
                      "object": pick.choice(["A", "B", "C"])}])
+            elif op == "said":  # text the rules extract, so that a retry has something to do
+                memory.add_memory(f"Billing uses {pick.choice(['Kafka', 'Redis'])}.", extractor=rules,
+                                  reference_time=f"2024-0{pick.randint(1, 9)}-02")
+            elif op == "retry":
+                texts = [e.id for e in memory.episodes(status="active") if memory.show(e.id).extraction == "done"]
+                if texts:
+                    memory.retry([pick.choice(texts)], rules)
+            elif op == "repair":
+                memory.repair_midnight_hallucinations(apply=True)
             elif op == "undo":
                 undone.append(memory.undo([pick.choice(episodes)], apply=True).operation_id)
             elif op == "revert" and undone:
