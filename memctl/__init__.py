@@ -17,6 +17,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# The distribution's name on the package index ("memctl" there is an unrelated project);
+# the command and the import name are memctl.
+DISTRIBUTION = "memctl-memory"
+
 if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ imports on first use
     # ruff: noqa: F401
     from memctl.errors import (

@@ -51,7 +51,9 @@ def _print_version(asked: bool) -> None:
     if asked:
         from importlib.metadata import version
 
-        typer.echo(f"memctl {version('memctl')}")
+        from memctl import DISTRIBUTION
+
+        typer.echo(f"memctl {version(DISTRIBUTION)}")
         raise typer.Exit()
 
 
@@ -995,7 +997,8 @@ def mcp(
     """Serve the memory to an agent over the Model Context Protocol (stdio by default).
 
     Tools: add_memory, recall, delete_episode, list_episodes, entity_history,
-    list_operations, undo_operation. Needs the mcp extra: pip install 'memctl[mcp]'.
+    list_operations, undo_operation. Needs the mcp extra: pip install 'memctl-memory[mcp]'
+    (from a checkout: pip install -e '.[mcp]').
 
     Example: claude mcp add memctl -- memctl mcp
     """

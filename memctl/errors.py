@@ -56,7 +56,29 @@ class MissingExtra(MemctlError):
 
     def __init__(self, what: str, extra: str):
         self.extra = extra
-        super().__init__(f"{what} needs memctl's {extra} extra: pip install 'memctl[{extra}]'")
+        super().__init__(f"{what} needs memctl's {extra} extra: {install_command(extra)}")
+
+
+def install_command(extra: str) -> str:
+    """The command that adds ``extra`` to this memctl: from the checkout it was installed
+    from (an editable install), else from the package index, under the distribution's name."""
+    import json
+    from importlib.metadata import distributions
+    from urllib.parse import unquote, urlparse
+
+    from memctl import DISTRIBUTION
+
+    # Run from the checkout, its own build metadata (an .egg-info, with no install record)
+    # is found first: the record is the installed one's.
+    records = [found.read_text("direct_url.json") for found in distributions(name=DISTRIBUTION)]
+    try:
+        installed = json.loads(next((record for record in records if record), "{}"))
+    except ValueError:
+        installed = {}
+    where = urlparse(installed.get("url", ""))
+    if installed.get("dir_info", {}).get("editable") and where.scheme == "file":
+        return f"pip install -e '{unquote(where.path)}[{extra}]'"
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 class LLMUnavailable(MemctlError):

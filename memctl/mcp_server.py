@@ -35,6 +35,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from memctl import DISTRIBUTION
 from memctl.errors import BadInput, MemctlError
 from memctl.extract import Extractor
 from memctl.memory import Memory
@@ -110,7 +111,7 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
     # authorization server hands out this token; the user does.
     auth = None if token is None else AuthSettings.model_validate(
         {"issuer_url": url, "resource_server_url": url, "validate_token_resource": False})  # one token, for this server
-    server: MCPServer = MCPServer("memctl", instructions=INSTRUCTIONS, version=version("memctl"), log_level="WARNING",
+    server: MCPServer = MCPServer("memctl", instructions=INSTRUCTIONS, version=version(DISTRIBUTION), log_level="WARNING",
                                   token_verifier=None if token is None else OneToken(token), auth=auth)
 
     @server.tool(annotations=ADDS)

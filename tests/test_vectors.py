@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -46,6 +47,8 @@ CONCEPTS = {word: concept for concept, words in {
     "editor": ("neovim", "emacs", "vim", "editor", "editors"),
     "city": ("oslo", "bergen", "paris", "city", "town"),
 }.items() for word in words}
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def fake_vector(text: str) -> list[float]:
@@ -318,7 +321,7 @@ print(sorted(name for name in ("openai", "wordllama", "pydantic") if name in sys
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == [
-        "recall by vectors needs memctl's embeddings extra: pip install 'memctl[embeddings]'", "[]"]
+        f"recall by vectors needs memctl's embeddings extra: pip install -e '{REPO}[embeddings]'", "[]"]
 
 
 def test_the_local_model_runs_from_its_wheel_without_the_network(monkeypatch, memory):
