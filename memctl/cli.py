@@ -190,9 +190,10 @@ def ingest(
 
     Example: memctl ingest ~/.claude/projects --from-mtime
     """
-    from memctl.sources import IngestOptions
+    from memctl.sources import IngestOptions, check_present
     from memctl.sources.aider import zone
 
+    check_present(paths)  # before the store is opened: a mistyped path leaves no empty file
     zone(tz)  # an unknown zone is bad usage even when no Aider file is among the paths
     timeout = _checked(extractor, concurrency, timeout)
     options = IngestOptions(format=format, reference_time=_instant(reference_time, "--reference-time"),

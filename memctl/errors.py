@@ -51,6 +51,17 @@ class FileRefused(MemctlError):
     """One input file cannot be read as it claims to be; the others go on."""
 
 
+# The most results a list may be asked for: a number past SQLite's 64 bits failed inside a
+# query ("internal error"); a million is more than any store here lists.
+MAX_LIMIT = 1_000_000
+
+
+def check_limit(limit: int | None) -> None:
+    """``limit`` (None: no limit) between 1 and MAX_LIMIT, or BadInput."""
+    if limit is not None and not 1 <= limit <= MAX_LIMIT:
+        raise BadInput(f"must be between 1 and {MAX_LIMIT:,}, got {limit}", parameter="limit")
+
+
 class MissingExtra(MemctlError):
     """A part of memctl that needs an optional package was asked for without it."""
 

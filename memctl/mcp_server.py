@@ -33,6 +33,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import Tool as MCPTool
 from pydantic import Field
 
 from memctl import DISTRIBUTION
@@ -103,6 +104,24 @@ class OneToken:
         return AccessToken(token=token, client_id="memctl", scopes=[])
 
 
+class StrictServer(MCPServer):
+    """The SDK's server, with unknown tool arguments an error: a model that writes
+    ``referenceTime`` for ``reference_time`` must hear so, not have its memory stored at
+    the time of the call (issue 30); each tool's schema says so too
+    (``additionalProperties: false``)."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
+                for tool in await super().list_tools()]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        known = {tool.name: set(tool.input_schema.get("properties", {})) for tool in await super().list_tools()}
+        if name in known and (unknown := sorted(set(arguments) - known[name])):
+            raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown))}; "
+                            f"its arguments are {', '.join(sorted(known[name]))}")
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(memory: Memory, extractor: Extractor | None, *, token: str | None = None,
                  url: str | None = None) -> MCPServer:
     """The server's tools over ``memory``; ``add_memory`` extracts text with ``extractor``.
@@ -111,7 +130,7 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
     # authorization server hands out this token; the user does.
     auth = None if token is None else AuthSettings.model_validate(
         {"issuer_url": url, "resource_server_url": url, "validate_token_resource": False})  # one token, for this server
-    server: MCPServer = MCPServer("memctl", instructions=INSTRUCTIONS, version=version(DISTRIBUTION), log_level="WARNING",
+    server: MCPServer = StrictServer("memctl", instructions=INSTRUCTIONS, version=version(DISTRIBUTION), log_level="WARNING",
                                   token_verifier=None if token is None else OneToken(token), auth=auth)
 
     @server.tool(annotations=ADDS)
@@ -202,6 +221,27 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         the latest first: {"sessions": [...]}, each with its first request (title), first_at, last_at and
         episodes. list_episodes(source=...) lists one's episodes. As `memctl sessions --json`."""
         return _listed("sessions", lambda: memory.sessions(since=since, until=until, limit=limit))
+
+    @server.tool(annotations=READ_ONLY)
+    def facts(
+        subject: Annotated[str | None, Field(description="Only facts about this entity.")] = None,
+        predicate: Annotated[str | None, Field(description="Only this predicate (e.g. 'primary database').")] = None,
+        as_of: Time = None,
+        known_at: Time = None,
+        history: Annotated[bool, Field(description="Every valid time, not only what held at as_of.")] = False,
+        limit: Annotated[int, Field(description="At most this many.")] = 100,
+    ) -> CallToolResult:
+        """Facts without a question: true at as_of (default now), as memctl knew them at known_at, of one
+        subject or predicate if named: {"facts": [...]}. As `memctl facts --json`."""
+        return _listed("facts", lambda: memory.facts(subject=subject, predicate=predicate, as_of=as_of,
+                                                     known_at=known_at, history=history, limit=limit))
+
+    @server.tool(annotations=READ_ONLY)
+    def stats() -> CallToolResult:
+        """Counts of what the memory holds: episodes (and undone), assertions, entities, facts valid now,
+        fact versions, slots whose facts are still being derived, operations, and the span of reference
+        times. As `memctl stats --json`."""
+        return _answer(memory.stats)
 
     @server.tool(annotations=READ_ONLY)
     def entity_history(

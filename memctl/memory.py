@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from memctl import names, times
-from memctl.errors import BadInput, NotFound
+from memctl.errors import BadInput, NotFound, check_limit
 from memctl.results import (
     Conflict,
     EntitySummary,
@@ -290,7 +290,7 @@ class Memory:
         [``since``, ``until``), the latest first, each with its title, span and episodes."""
         from memctl.store import search
 
-        _at_least_one(limit)
+        check_limit(limit)
         with self.connections.reading() as db:
             # Said at any time in [since, until) (history: no asking time), as held now.
             window = search.Window(as_of="", since=times.instant_argument(since, what="since"),
@@ -315,7 +315,7 @@ class Memory:
             if format not in (*FORMATS, MEMORY_FORMAT):
                 raise BadInput(f"must be one of {', '.join((*FORMATS, MEMORY_FORMAT))}; got {format!r}",
                                parameter="format")
-        _at_least_one(limit)
+        check_limit(limit)
         return {"source": str(source.resolve()) if isinstance(source, Path) else source, "status": status,
                 "format": format, **{name: times.instant_argument(value, what=name)
                                      for name, value in (("since", since), ("until", until))}}
@@ -372,11 +372,6 @@ class Memory:
         """The journal in time order; with ``limit``, its last ``limit`` operations."""
         from memctl.store import operations as journal  # socket and the write helpers: not for a recall
 
-        _at_least_one(limit)
+        check_limit(limit)
         with self.connections.reading() as db:
             return journal.operations(db, limit=limit)
-
-
-def _at_least_one(limit: int | None) -> None:
-    if limit is not None and limit < 1:
-        raise BadInput(f"must be at least 1, got {limit}", parameter="limit")

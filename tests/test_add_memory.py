@@ -108,7 +108,7 @@ def test_episodes_by_time_window_and_the_last_operations(memory):
     assert [e.id for e in memory.episodes(until="2024-06-01T00:00:00+00:00")] == [early.episode_id]
     assert [op.id for op in memory.operations(limit=1)] == [late.operation_id]
     assert [op.id for op in memory.operations()] == [early.operation_id, late.operation_id]
-    with pytest.raises(BadInput, match="limit must be at least 1"):
+    with pytest.raises(BadInput, match="limit must be between 1 and 1,000,000"):
         memory.operations(limit=0)
     with pytest.raises(BadInput, match="status must be active or undone"):
         memory.episodes(status="gone")

@@ -42,7 +42,7 @@ def test_times_in_any_iso_form_are_compared_as_instants(filled):
 
 def test_errors_are_typed_and_speak_the_librarys_words(filled, clock):
     cases = [
-        (lambda: filled.recall("billing", limit=0), BadInput, "limit must be at least 1"),
+        (lambda: filled.recall("billing", limit=0), BadInput, "limit must be between 1 and 1,000,000"),
         (lambda: filled.recall("?!", limit=3), BadInput, "no words"),
         (lambda: filled.undo([]), BadInput, "name at least one episode"),
         (lambda: filled.undo(["ep_nope"]), NotFound, "no episode or operation matches"),
@@ -57,7 +57,7 @@ def test_errors_are_typed_and_speak_the_librarys_words(filled, clock):
     # The command line names its own flag for an argument at fault.
     with pytest.raises(BadInput) as raised:
         filled.recall("billing", limit=0)
-    assert message(raised.value) == "--limit must be at least 1, got 0"
+    assert message(raised.value) == "--limit must be between 1 and 1,000,000, got 0"
 
 
 def test_plans_say_their_kind_and_print_as_the_cli_prints_them(filled, clock):

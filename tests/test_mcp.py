@@ -36,11 +36,13 @@ TOOLS = {
     "entity_history": ["entity"],
     "entity_summary": ["entity", "as_of", "known_at"],
     "list_conflicts": ["as_of", "known_at"],
+    "facts": ["subject", "predicate", "as_of", "known_at", "history", "limit"],
+    "stats": [],
     "list_operations": ["limit"],
     "undo_operation": ["operation_id"],
 }
 READ_ONLY = {"recall", "get_episode", "list_episodes", "list_sessions", "entity_history", "entity_summary",
-             "list_conflicts", "list_operations"}
+             "list_conflicts", "list_operations", "facts", "stats"}
 DESTRUCTIVE = {"delete_episode", "undo_operation"}
 
 
@@ -117,6 +119,16 @@ def test_a_memory_without_a_time_is_stamped_within_the_call_and_says_so(mcp):
     assert memctl(mcp.db, "show", added["episode_id"])["reference_time_source"] == "call"
 
 
+def test_facts_and_stats_are_the_clis(mcp):
+    mcp.ok("add_memory", content="Rostering uses Kafka.", reference_time="2024-02-01",
+           facts=[{"subject": "rostering", "predicate": "queue", "object": "Kafka"}])
+    assert mcp.ok("facts", subject="rostering", predicate="queue") == {
+        "facts": memctl(mcp.db, "facts", "--subject", "rostering", "--predicate", "queue")}
+    assert mcp.ok("stats") == memctl(mcp.db, "stats")
+    schemas = {tool.name: tool.input_schema for tool in mcp.tools()}
+    assert all(schema.get("additionalProperties") is False for schema in schemas.values())
+
+
 def test_contradicting_memories_are_listed_and_flagged_in_recall(mcp):
     for said_at, value, since in (("2024-05-01", "MySQL", "2023-01-01"), ("2024-06-01", "Postgres", "2022-01-01")):
         mcp.ok("add_memory", content=f"Invoicing has used {value} since {since[:4]}.", reference_time=said_at,
@@ -159,6 +171,8 @@ def test_delete_episode_reopens_the_fact_it_had_superseded(mcp):
     ({"content": "Payroll moved to Oslo.", "facts": [{"subject": "payroll", "predicate": "in", "object": "Oslo",
                                                       "valid_from": "2024-01-01"}]}, "facts[0].valid_from"),
     ({"content": ""}, "content is empty"),
+    # a misspelt argument is an error, not a memory stored at the time of the call
+    ({"content": "Payroll moved to Oslo.", "referenceTime": "2023-01-05"}, "add_memory takes no argument 'referenceTime'"),
 ])
 def test_bad_input_is_a_tool_error_that_stores_nothing_and_the_server_serves_on(mcp, arguments, problem):
     episodes, operations = (len(mcp.ok(tool, limit=1000)[key]) for tool, key in
@@ -175,7 +189,9 @@ def test_unknown_ids_empty_queries_and_mixed_up_ids_are_tool_errors(mcp):
     assert "is not an operation id" in mcp.error("undo_operation", operation_id="ep_123")
     assert "no words" in mcp.error("recall", query="   ")
     assert "no entity named 'nobody at all'" in mcp.error("entity_history", entity="nobody at all")
-    assert "limit must be at least 1" in mcp.error("list_operations", limit=0)
+    assert "limit must be between 1 and 1,000,000, got 0" in mcp.error("list_operations", limit=0)
+    assert "limit must be between 1 and 1,000,000" in mcp.error("recall", query="ledger", limit=2**70)
+    assert "recall takes no argument 'sinse'" in mcp.error("recall", query="ledger", sinse="2024-01-01")
     assert "as_of 'soon'" in mcp.error("recall", query="ledger", as_of="soon")
     mcp.ok("add_memory", content="Ambiguity check one.", source="test://ambiguous")
     mcp.ok("add_memory", content="Ambiguity check two.", source="test://ambiguous")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from memctl import times
-from memctl.errors import BadInput, LLMUnavailable
+from memctl.errors import BadInput, LLMUnavailable, check_limit
 from memctl.recall import fusion
 from memctl.recall.query import Query, parse
 from memctl.recall.rankers import DEFAULT_RANKERS, Ranker, of_the_kind_asked
@@ -52,8 +52,7 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     Episodes come as snippets of the lines that matched (``recall.snippets``), with their
     whole text too when ``full``.
     """
-    if limit < 1:
-        raise BadInput(f"must be at least 1, got {limit}", parameter="limit")
+    check_limit(limit)
     if kind not in KINDS:
         raise BadInput(f"must be all, fact or episode, got {kind!r}", parameter="kind")
     given = {name: times.instant_argument(value, what=name)
@@ -290,8 +289,7 @@ def facts(db: Queryable, *, now: str, subject: str | None = None, predicate: str
     """Facts without a question, by subject and time: what ``memctl facts`` lists."""
     from memctl.names import entity_key, predicate_key
 
-    if limit is not None and limit < 1:
-        raise BadInput(f"must be at least 1, got {limit}", parameter="limit")
+    check_limit(limit)
     known = times.instant_argument(known_at, what="known_at")
     window = Window(as_of=times.instant_argument(as_of, what="as_of") or known or now, known_at=known,
                     history=history)

@@ -177,20 +177,27 @@ def files_under(paths: list[Path], not_files: list[str] | None = None) -> list[P
     ``/dev/zero``) is never opened: reading it could block or never end. It goes into
     ``not_files``, saying what it is; a name that is not there at all is NotFound.
     """
+    check_present(paths)
     found: dict[Path, None] = {}
     for path in paths:
         if path.is_dir():
             children = sorted(p for p in path.rglob("*") if not p.is_dir())
-        elif path.exists() or path.is_symlink():
-            children = [path]
         else:
-            raise NotFound(f"{path}: no such file or directory")
+            children = [path]
         for child in children:
             if child.is_file():
                 found.setdefault(child.resolve(), None)
             elif not_files is not None:
                 not_files.append(f"{child}: {_what_it_is(child)}, not a file: skipped")
     return list(found)
+
+
+def check_present(paths: Iterable[Path]) -> None:
+    """NotFound for the first of ``paths`` that is not there at all: asked before a store
+    is opened, so that a mistyped path leaves no empty database behind."""
+    for path in paths:
+        if not (path.exists() or path.is_symlink()):
+            raise NotFound(f"{path}: no such file or directory")
 
 
 def cannot_read(path: Path) -> str | None:

@@ -36,9 +36,10 @@ def system_clock() -> datetime:
 
 
 def default_path() -> Path:
-    """``MEMCTL_DB`` if set, else the per-user data directory."""
+    """``MEMCTL_DB`` if set (``~`` expanded: an MCP client's JSON config passes it as
+    written), else the per-user data directory."""
     if os.environ.get("MEMCTL_DB"):
-        return Path(os.environ["MEMCTL_DB"])
+        return Path(os.environ["MEMCTL_DB"]).expanduser()
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("memctl")) / "memory.db"
