@@ -720,7 +720,7 @@ def repair_midnight_hallucinations(
     totals = [["valid_at fixed", result.valid_at_fixed], ["invalid_at cleared", result.invalid_at_cleared]]
     totals += [[f"skipped: {reason}", n] for reason, n in result.skipped.items()]
     totals.append(["applied", f"yes, operation {result.operation_id} (memctl undo {result.operation_id})"
-                   if result.applied else "no: pass --apply"])
+                   if result.applied else "nothing to fix" if apply else "no: pass --apply"])
     console.print(_table("Repair midnight-hallucinations", ["", ""], totals))
 
 
@@ -871,7 +871,10 @@ def _stored_source(memory, source: str | None) -> str | Path | None:
     gone = str(Path(source).resolve())
     if memory.episode_count(source=gone):
         return gone
-    raise NotFound(f"--source {source}: no such file, and no episodes from a source of that name")
+    try:  # as a listing shows it: the file's folder and name
+        return memory.source_named(source)
+    except NotFound:
+        raise NotFound(f"--source {source}: no such file, and no episodes from a source of that name") from None
 
 
 def _source_name(source: str) -> str:
@@ -1067,6 +1070,14 @@ def run(args: list[str]) -> int:
         raise KeyboardInterrupt from None
     except typer.Exit as done:
         return done.exit_code
+    except SystemExit:
+        from typer._click.utils import PacifyFlushWrapper
+
+        # Typer's answer to a reader that closed the pipe (`| head -1`) is exit 1, its
+        # streams wrapped in this; memctl.entry answers it as no failure.
+        if isinstance(sys.stdout, PacifyFlushWrapper):
+            raise BrokenPipeError from None
+        raise
     if code == 130:  # Typer turns Ctrl-C into this return value; no command returns it
         raise KeyboardInterrupt
     return code if isinstance(code, int) else 0

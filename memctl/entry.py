@@ -67,8 +67,10 @@ def main() -> None:
     except KeyboardInterrupt:
         _interrupted()
     except BrokenPipeError:
+        # The reader took what it wanted and went (`memctl episodes --json | head -1`): no
+        # failure; what is still buffered goes nowhere rather than raise again at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+        sys.exit(0)
     except Exception as error:  # the file (sqlite3.Error), or a bug: still one line, never a traceback
         _failed(error)
     if code:

@@ -228,8 +228,9 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
             continue
         try:
             for item in parse(path, options, fmt):
-                if isinstance(item, Skipped):
-                    yield _skipped_row(path, fmt, item.reason, bad_input=item.malformed, position=item.position)
+                if isinstance(item, Skipped):  # an undated turn is refused by the real run: exit 1 as it does
+                    yield _skipped_row(path, fmt, item.reason, bad_input=item.malformed or item.reason == NO_TIME,
+                                       position=item.position)
                 else:
                     yield {"id": item.id, "source": item.source, "position": item.position, "format": fmt,
                            "reference_time": item.reference_time,

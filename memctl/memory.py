@@ -320,6 +320,19 @@ class Memory:
                 "format": format, **{name: times.instant_argument(value, what=name)
                                      for name, value in (("since", since), ("until", until))}}
 
+    def source_named(self, tail: str) -> str:
+        """The one stored source whose path ends with ``tail`` (as listings show a file:
+        its folder and name), or NotFound / Ambiguous."""
+        from memctl.errors import Ambiguous
+
+        with self.connections.reading() as db:
+            found = reads.sources_ending(db, tail.strip("/"))
+        if not found:
+            raise NotFound(f"no episodes come from a source named {tail!r}")
+        if len(found) > 1:
+            raise Ambiguous(f"{tail!r} names {len(found)} sources ({', '.join(found[:3])}…); give more of its path")
+        return found[0]
+
     def show(self, target: str) -> EpisodeDetail:
         """One episode (by id or unique prefix) with its assertions and the facts it supports."""
         from memctl.undo import episode_id

@@ -34,3 +34,54 @@ def test_a_missing_path_leaves_no_database_behind(cli, db_path, tmp_path):
     run = cli("ingest", FIXTURE, tmp_path / "missing")
     assert run.code == 2 and "missing: no such file or directory" in run.err
     assert not db_path.exists()
+
+
+def test_a_dry_run_exits_as_the_real_run_does(cli, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "README.md").write_text("# Hello\n\nSome notes with no date.\n")
+    (folder / "team.facts.jsonl").write_text(FIXTURE.read_text())
+    dry, real = cli("ingest", folder, "--dry-run"), cli("ingest", folder)
+    assert dry.code == real.code == 1
+    assert cli("ingest", folder, "--dry-run", "--from-mtime").code == cli("ingest", folder, "--from-mtime").code == 0
+
+
+def test_a_source_as_the_listing_shows_it_names_it(cli, tmp_path):
+    for folder in ("alpha", "beta"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "team.facts.jsonl").write_text(FIXTURE.read_text())
+        assert cli("ingest", tmp_path / folder).code == 0
+    shown = cli("episodes", "--source", "alpha/team.facts.jsonl", "--json")
+    assert shown.code == 0 and {row["source"] for row in shown.json()} == {str(tmp_path / "alpha" / "team.facts.jsonl")}
+    both = cli("episodes", "--source", "team.facts.jsonl")
+    assert both.code == 2 and "names 2 sources" in both.err
+    assert cli("episodes", "--source", "gamma/team.facts.jsonl").code == 2
+
+
+def test_a_repair_with_nothing_to_fix_says_so(cli):
+    assert cli("ingest", FIXTURE).code == 0
+    done = cli("repair", "midnight-hallucinations", "--apply")
+    assert done.code == 0 and "nothing to fix" in done.out and "pass --apply" not in done.out
+    assert "pass --apply" in cli("repair", "midnight-hallucinations").out
+
+
+def test_a_reader_that_stops_early_is_no_failure(db_path, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    # Far more than a pipe holds (64 KB), so that writing meets the closed pipe.
+    many = tmp_path / "many.facts.jsonl"
+    many.write_text("".join(json.dumps({"reference_time": f"2024-01-01T00:{n // 60:02d}:{n % 60:02d}Z",
+                                        "content": f"note {n}", "facts": [{"subject": f"service {n}",
+                                                                            "predicate": "uses", "object": "Kafka"}]})
+                            + "\n" for n in range(3000)))
+    memctl = [sys.executable, "-m", "memctl", "--db", str(db_path)]
+    subprocess.run([*memctl, "ingest", str(many)], check=True, capture_output=True)
+    for command in (["episodes", "--json"], ["facts"], ["operations", "--json"]):
+        producer = subprocess.Popen([*memctl, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert producer.stdout is not None
+        producer.stdout.readline()
+        producer.stdout.close()  # as `| head -1` does
+        assert producer.wait(timeout=60) == 0, command
+        assert producer.stderr is not None and producer.stderr.read() == b""

@@ -87,6 +87,9 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     time_words = named.words if named is not None else None
     if (given["since"] or given["until"]) and parsed.asks_what_happened():
         return _what_happened(db, query, window, wanted, limit, time_words, full)
+    if not parsed.terms and not parsed.phrases:  # "the and of": every text would match
+        raise BadInput(f"query {query.strip()!r} has only stop words, which match any text; "
+                       f"quote it to search it as a phrase: '\"{query.strip()}\"'")
     depth = max(DEPTH, 3 * limit)
     rankings: list[Sequence[fusion.Key]] = []
     weights: list[float] = []

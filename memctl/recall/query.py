@@ -3,8 +3,8 @@
 Pure: no I/O. Words are what SQLite's unicode61 tokenizer would see (runs of letters and
 digits), so nothing the user types can reach FTS5's own syntax (``"``, ``*``, ``NEAR(``,
 ``-``, ``AND``): every term goes to the index quoted. English stop words do not match on
-their own ("which test framework do we use" must not find every text with "we"), unless
-the question has nothing else. ``"Quoted phrases"`` match as phrases.
+their own ("which test framework do we use" must not find every text with "we"), and a
+question of nothing else is refused unless quoted. ``"Quoted phrases"`` match as phrases.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def _searched(term: str) -> str:
 class Query(NamedTuple):
     text: str
     words: tuple[str, ...]  # every word, in order, lower case (entity names may be stop words: "The Who")
-    terms: tuple[str, ...]  # the words that search: stop words left out unless nothing else is left
+    terms: tuple[str, ...]  # the words that search: never a stop word (quoted, they search as a phrase)
     phrases: tuple[tuple[str, ...], ...]  # quoted phrases, two words or more
     asked_kind: tuple[str, ...] = ()  # what is asked for: "database" of "which database does billing use"
 
@@ -203,7 +203,10 @@ def parse(text: str, *, timed: bool = False) -> Query:
     content = [word for word in distinct if word not in stop_words() and word not in PRESENT_WORDS
                and not (timed and (word in TIME_BOUND_WORDS or _is_time_word(word)))]
     kept_phrases = tuple(phrases)[:MAX_TERMS]
-    terms = tuple((content or ([] if kept_phrases else distinct))[:max(MAX_TERMS - len(kept_phrases), 1)])
+    # With no other word, what the present and time filters left out searches after all
+    # ("what's new"); stop words never do (recall refuses a question of nothing else).
+    fallback = [] if kept_phrases else [word for word in distinct if word not in stop_words()]
+    terms = tuple((content or fallback)[:max(MAX_TERMS - len(kept_phrases), 1)])
     return Query(text=text, words=words[:MAX_TERMS * MAX_NAME_WORDS], terms=terms, phrases=kept_phrases,
                  asked_kind=_asked_kind(loose, terms))
 

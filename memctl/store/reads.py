@@ -163,6 +163,13 @@ def episode_ids_of_source(db: Queryable, source: str) -> list[str]:
         "SELECT id FROM episodes WHERE source = ? ORDER BY position", [source]).fetchall()]
 
 
+def sources_ending(db: Queryable, tail: str) -> list[str]:
+    """The stored sources that end with ``/tail`` (a listing's short form of a file's path)."""
+    return [row[0] for row in db.execute(
+        "SELECT DISTINCT source FROM episodes WHERE substr(source, -?) = ? ORDER BY source",
+        [len(tail) + 1, "/" + tail]).fetchall()]
+
+
 def next_position(db: Queryable, source: str) -> int:
     """The position after the last episode of ``source`` (1 for a new one), undone ones included."""
     return db.execute("SELECT coalesce(max(position), 0) + 1 FROM episodes WHERE source = ?", [source]).fetchone()[0]
