@@ -12,6 +12,7 @@ command loads only what it uses.
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -34,6 +35,9 @@ app = typer.Typer(
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs instead of a table.")]
+NlOption = Annotated[bool, typer.Option("--nl", help="One JSON object a line (newline-delimited JSON).")]
+CsvOption = Annotated[bool, typer.Option("--csv", help="Comma-separated values, a header first.")]
+TsvOption = Annotated[bool, typer.Option("--tsv", help="Tab-separated values, a header first.")]
 ExtractorOption = Annotated[str, typer.Option(
     "--extractor", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set, else rules), llm or rules.")]
 ModelOption = Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")]
@@ -104,24 +108,56 @@ def _cell(value) -> str:
 
 class _TabSeparated:
     """A table as lines of tab-separated cells, for a pipe: no wrapping, no borders, one
-    record a line (tabs and newlines inside a cell become spaces)."""
+    record a line (tabs and newlines inside a cell become spaces). The title of a list's
+    table (``title_apart``: recall's "as of …") goes to stderr, so that what is piped is
+    rows; a change's ("Undid …, operation op_…") is its result, and stays."""
 
-    def __init__(self, title: str | None, columns: list[str], rows: list[list[str]]):
-        self.title, self.columns, self.rows = title, columns, rows
+    def __init__(self, title: str | None, columns: list[str], rows: list[list[str]], title_apart: bool = False):
+        self.title, self.columns, self.rows, self.title_apart = title, columns, rows, title_apart
 
     def __rich_console__(self, console, options):
         from rich.segment import Segment
 
+        if self.title and self.title_apart:
+            typer.echo(self.title, err=True)
         header = [self.columns] if any(self.columns) else []
-        for line in ([self.title] if self.title else []) + ["\t".join(cells) for cells in header + self.rows]:
+        titled = [self.title] if self.title and not self.title_apart else []
+        for line in titled + ["\t".join(cells) for cells in header + self.rows]:
             yield Segment(line)
             yield Segment.line()
 
 
-def _table(title: str | None, columns: list[str], rows: list[list]):
+def _listed(rows: list, table: Callable[[], Any], *, as_json: bool = False, nl: bool = False, csv: bool = False,
+            tsv: bool = False) -> None:
+    """A list command's records: as a table (``table()``), JSON, newline-delimited JSON,
+    CSV or TSV (the JSON's keys as columns; a list or an object in a cell as compact JSON)."""
+    chosen = [flag for flag, on in (("--json", as_json), ("--nl", nl), ("--csv", csv), ("--tsv", tsv)) if on]
+    if len(chosen) > 1:
+        raise BadInput(f"{' and '.join(chosen)}: choose one way to print")
+    if as_json:
+        _print_json(rows)
+    elif nl:
+        for row in rows:
+            sys.stdout.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
+    elif csv or tsv:
+        import csv as csv_module
+
+        data = [row.to_json() for row in rows]
+        columns = list(dict.fromkeys(key for item in data for key in item))
+        writer = csv_module.writer(sys.stdout, delimiter="," if csv else "\t", lineterminator="\n")
+        writer.writerow(columns)
+        for item in data:
+            writer.writerow(["" if item.get(key) is None else json.dumps(item[key], ensure_ascii=False,
+                                                                          separators=(",", ":"))
+                             if isinstance(item.get(key), list | dict | bool) else item[key] for key in columns])
+    else:
+        _console().print(table())
+
+
+def _table(title: str | None, columns: list[str], rows: list[list], *, title_apart: bool = False):
     if not sys.stdout.isatty():
         return _TabSeparated(title, columns, [[" ".join(_cell(v).replace("\t", " ").splitlines()) for v in row]
-                                              for row in rows])
+                                              for row in rows], title_apart)
     from rich.table import Table
     from rich.text import Text
 
@@ -215,8 +251,10 @@ def ingest(
     for line in report.malformed[:20] + report.refused:
         typer.echo(f"memctl: skipped: {line}", err=True)
     if report.llm_unavailable:
-        typer.echo(f"memctl: {report.llm_unavailable}; {report.episodes - report.already_present} episode(s) "
-                   "kept as pending for the next run", err=True)
+        waiting = memory.stats().episodes_awaiting_extraction
+        typer.echo(f"memctl: {report.llm_unavailable}; {waiting} episode(s) wait for the model "
+                   "('memctl episodes --extraction pending' lists them; the next run or 'memctl retry --failed' "
+                   "extracts them)", err=True)
     if report.extraction_failures:
         typer.echo(f"memctl: extraction failed for {report.extraction_failures} episode(s), stored without "
                    f"assertions (first: {report.first_failure}); 'memctl retry --failed' extracts them again",
@@ -505,7 +543,7 @@ def _recall_table(result) -> None:
             conflicted = f"; in conflict ({', '.join(sorted({c['value'] for c in r.conflicts}))})" if r.conflicts else ""
             rows.append(["fact", r.fact, f"{_day(r.valid_at)} → {_day(r.invalid_at)}", r.status + conflicted,
                          " ".join(r.episodes or [])])
-    _console().print(_table(title, ["", "what", "when", "status / from", "episodes"], rows))
+    _console().print(_table(title, ["", "what", "when", "status / from", "episodes"], rows, title_apart=True))
     if not result.results:
         typer.echo("nothing matches", err=True)
 
@@ -525,8 +563,11 @@ def facts(
     as_of: Annotated[Optional[str], typer.Option("--as-of", help="Facts true at this time (default: now). " + TIME_HELP)] = None,
     known_at: Annotated[Optional[str], typer.Option("--known-at", help="What memctl believed at this time. " + TIME_HELP)] = None,
     history: Annotated[bool, typer.Option("--history", help="Every valid time, not one instant.")] = False,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="At most this many.")] = None,
     as_json: JsonOption = False,
+    nl: NlOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
 ) -> None:
     """List facts without a question, by subject, predicate and time.
 
@@ -534,10 +575,7 @@ def facts(
     """
     rows = _memory().facts(subject=subject, predicate=predicate, as_of=_instant(as_of, "--as-of"),
                            known_at=_instant(known_at, "--known-at"), history=history, limit=limit)
-    if as_json:
-        _print_json(rows)
-        return
-    _console().print(_facts_table(None, rows))
+    _listed(rows, lambda: _facts_table(None, rows), as_json=as_json, nl=nl, csv=csv, tsv=tsv)
 
 
 def _facts_table(title: str | None, facts):
@@ -732,31 +770,40 @@ def episodes(
     source: Annotated[Optional[str], typer.Option(
         "--source", help="Only episodes from this file, or from a source as listed (memctl://add_memory).")] = None,
     status: Annotated[Optional[str], typer.Option("--status", help="active or undone.")] = None,
+    extraction: Annotated[Optional[str], typer.Option(
+        "--extraction", help="done, pending (the model was down), failed or structured.")] = None,
     format: Annotated[Optional[str], typer.Option("--format", help="Only episodes of this format (claude-code, ...).")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Episodes said from this time on. " + TIME_HELP)] = None,
     until: Annotated[Optional[str], typer.Option("--until", help="Episodes said before this time. " + TIME_HELP)] = None,
+    query: Annotated[Optional[str], typer.Option("-q", "--query", help="Only episodes holding every word of this.")] = None,
     limit: Annotated[Optional[int], typer.Option(
-        "--limit", help=f"At most this many (default: {EPISODES_SHOWN} in the table, all with --json).")] = None,
+        "--limit", "-n", help=f"At most this many, the latest (default: {EPISODES_SHOWN} in the table, "
+                              "all otherwise).")] = None,
     as_json: JsonOption = False,
+    nl: NlOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
 ) -> None:
-    """List episodes in time order.
+    """List episodes, the latest first (in time order with --json, --nl, --csv, --tsv),
+    each with its first line.
 
-    Example: memctl episodes --status active --since 2025-03-01 --limit 20
+    Example: memctl episodes -n 20 -q vite --since 2025-03-01
     """
     memory = _memory()
     filters: dict[str, Any] = {"source": _stored_source(memory, source), "status": status, "format": format,
-                               "since": _instant(since, "--since"), "until": _instant(until, "--until")}
-    shown = limit if limit is not None or as_json else EPISODES_SHOWN
-    rows = memory.episodes(**filters, limit=shown)
-    if as_json:
-        _print_json(rows)
-    else:
-        _console().print(_table(None, ["episode", "reference time", "from", "source:position", "status"], [
-            [r.id, _day(r.reference_time), r.reference_time_source, f"{_source_name(r.source)}:{r.position}", r.status]
-            for r in rows
-        ]))
-        if shown is not None and len(rows) == shown and (more := memory.episode_count(**filters) - shown) > 0:
-            typer.echo(f"… {more} more (--limit N, or narrow with --since/--until/--source/--format)")
+                               "since": _instant(since, "--since"), "until": _instant(until, "--until"),
+                               "extraction": extraction, "text": query}
+    table = not (as_json or nl or csv or tsv)
+    shown = limit if limit is not None or not table else EPISODES_SHOWN
+    rows = memory.episodes(**filters, limit=shown, latest_first=True)
+    if not table:  # programs get them in time order, as the library gives them: the latest -n of it
+        rows.reverse()
+    _listed(rows, lambda: _table(None, ["episode", "said", "title", "source:position", "status"], [
+        [r.id, _day(r.reference_time), r.title, f"{_source_name(r.source)}:{r.position}",
+         r.status + ("" if r.extraction in ("done", "structured") else f", {r.extraction}")] for r in rows]),
+        as_json=as_json, nl=nl, csv=csv, tsv=tsv)
+    if table and shown is not None and len(rows) == shown and (more := memory.episode_count(**filters) - shown) > 0:
+        typer.echo(f"… {more} more (-n N, or narrow with -q/--since/--until/--source/--format)", err=True)
     if not rows:
         typer.echo("memctl: no episodes match", err=True)
 
@@ -792,6 +839,9 @@ def conflicts(
     known_at: Annotated[Optional[str], typer.Option("--known-at", help="As memctl held it at this time. " + TIME_HELP)] = None,
     closed: Annotated[bool, typer.Option("--closed", help="Also those a later statement closed.")] = False,
     as_json: JsonOption = False,
+    nl: NlOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
 ) -> None:
     """List statements that contradict each other: two values of a one-valued slot whose
     times meet (docs/conflicts.md), the latest first. Settle one with memctl resolve.
@@ -800,14 +850,11 @@ def conflicts(
     """
     rows = _memory().conflicts(as_of=_instant(as_of, "--as-of"), known_at=_instant(known_at, "--known-at"),
                                closed=closed)
-    if as_json:
-        _print_json(rows)
-    else:
-        _console().print(_table(None, ["conflict", "slot", "values (said on)", "over", "holds"], [
-            [c.conflict_id + ("" if c.status == "open" else " (closed)"), f"{c.subject} {c.predicate}",
-             "; ".join(f"{value['value']} ({', '.join(_day(s['said_at']) for s in value['statements'])})"
-                       for value in c.values),
-             f"{_day(c.since)} → {_day(c.until)}", c.holds or ""] for c in rows]))
+    _listed(rows, lambda: _table(None, ["conflict", "slot", "values (said on)", "over", "holds"], [
+        [c.conflict_id + ("" if c.status == "open" else " (closed)"), f"{c.subject} {c.predicate}",
+         "; ".join(f"{value['value']} ({', '.join(_day(s['said_at']) for s in value['statements'])})"
+                   for value in c.values),
+         f"{_day(c.since)} → {_day(c.until)}", c.holds or ""] for c in rows]), as_json=as_json, nl=nl, csv=csv, tsv=tsv)
     if not rows:
         typer.echo("memctl: no conflicts" + (" open" if not closed else ""), err=True)
 
@@ -842,22 +889,23 @@ def sessions(
                                                  + TIME_HELP)] = None,
     until: Annotated[Optional[str], typer.Option("--until", help="...and before this time. " + TIME_HELP)] = None,
     limit: Annotated[Optional[int], typer.Option(
-        "--limit", help=f"At most this many (default: {EPISODES_SHOWN} in the table, all with --json).")] = None,
+        "--limit", "-n", help=f"At most this many (default: {EPISODES_SHOWN} in the table, all otherwise).")] = None,
     as_json: JsonOption = False,
+    nl: NlOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
 ) -> None:
     """List sessions (a session file, or a conversation of an export), the latest first:
     each with its first request, its span and how many episodes it has.
 
     Example: memctl sessions --since 2025-03-01
     """
-    shown = limit if limit is not None or as_json else EPISODES_SHOWN
+    shown = limit if limit is not None or as_json or nl or csv or tsv else EPISODES_SHOWN
     rows = _memory().sessions(since=_instant(since, "--since"), until=_instant(until, "--until"), limit=shown)
-    if as_json:
-        _print_json(rows)
-    else:
-        _console().print(_table(None, ["session", "first request", "from", "to", "episodes"], [
-            [_source_name(r.source) + (f"#{r.conversation}" if r.conversation else ""), r.title, _day(r.first_at),
-             _day(r.last_at), str(r.episodes)] for r in rows]))
+    _listed(rows, lambda: _table(None, ["session", "first request", "from", "to", "episodes"], [
+        [_source_name(r.source) + (f"#{r.conversation}" if r.conversation else ""),
+         r.title + (f" — {r.summary}" if r.summary else ""), _day(r.first_at), _day(r.last_at), str(r.episodes)]
+        for r in rows]), as_json=as_json, nl=nl, csv=csv, tsv=tsv)
     if not rows:
         typer.echo("memctl: no sessions match", err=True)
 
@@ -917,14 +965,15 @@ def show(
 @app.command("history")
 def history_command(
     entity: Annotated[str, typer.Argument(help="Entity name (matched ignoring case and punctuation).")],
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="Of each slot, only its latest this many.")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """The timeline of every slot of an entity.
 
-    Example: memctl history billing
+    Example: memctl history billing -n 3
     """
     try:
-        data = _memory().history(entity)
+        data = _memory().history(entity, limit=limit)
     except NotFound as error:
         # A name that matches nothing is an empty answer, as recall's is, not bad input.
         from memctl.results import History
@@ -934,7 +983,7 @@ def history_command(
     if as_json:
         _print_json(data)
         return
-    _console().print(_table(data.entity, ["predicate", "value", "valid from", "until", "status"], [
+    _console().print(_table(data.entity, ["predicate", "value", "valid from", "until", "status"], title_apart=True, rows=[
         [slot.predicate, f.object, _day(f.valid_at), _day(f.invalid_at), f.status]
         for slot in data.slots for f in slot.facts
     ]))
@@ -969,21 +1018,20 @@ def rebuild(as_json: JsonOption = False) -> None:
 
 @app.command()
 def operations(
-    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the last this many.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="Only the last this many.")] = None,
     as_json: JsonOption = False,
+    nl: NlOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
 ) -> None:
     """List ingests, undos and rebuilds with their ids, times and counts.
 
     Example: memctl operations --json
     """
     rows = _memory().operations(limit=limit)
-    if as_json:
-        _print_json(rows)
-        return
-    _console().print(_table(None, ["operation", "kind", "at", "status", "counts"], [
+    _listed(rows, lambda: _table(None, ["operation", "kind", "at", "status", "counts"], [
         [r.id, r.kind, _day(r.at), r.status, ", ".join(f"{k} {v}" for k, v in r.counts.items())]
-        for r in rows
-    ]))
+        for r in rows]), as_json=as_json, nl=nl, csv=csv, tsv=tsv)
 
 
 @app.command()

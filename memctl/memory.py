@@ -9,6 +9,7 @@ a process that only recalls never loads what ingest needs (pydantic, the readers
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -49,6 +50,11 @@ if TYPE_CHECKING:
     )
     from memctl.sources import IngestOptions
     from memctl.summarize import Summarizer
+
+
+# An episode's extraction state: done; pending (stored while the model was down: `memctl
+# retry --failed` extracts it); failed; structured (it came with its facts).
+EXTRACTION_STATES = ("done", "pending", "failed", "structured")
 
 
 class Memory:
@@ -277,12 +283,16 @@ class Memory:
                                        known_at=known_at, history=history, limit=limit)
 
     def episodes(self, *, source: str | Path | None = None, status: str | None = None, since: str | None = None,
-                 until: str | None = None, format: str | None = None, limit: int | None = None) -> list[EpisodeSummary]:
-        """Episodes in time order: of ``source`` (a file ``Path``, or a source as stored,
-        such as ``memctl://add_memory``), of a ``status`` (active or undone) and a
-        ``format``, said in [``since``, ``until``)."""
+                 until: str | None = None, format: str | None = None, limit: int | None = None,
+                 extraction: str | None = None, text: str | None = None,
+                 latest_first: bool = False) -> list[EpisodeSummary]:
+        """Episodes in time order (``latest_first``: the latest first): of ``source`` (a file
+        ``Path``, or a source as stored, such as ``memctl://add_memory``), of a ``status``
+        (active or undone), a ``format`` and an ``extraction`` state (done, pending, failed,
+        structured), said in [``since``, ``until``), holding every word of ``text``."""
         with self.connections.reading() as db:
-            return reads.episodes(db, limit=limit, **self._episode_filter(source, status, format, since, until, limit))
+            return reads.episodes(db, limit=limit, latest_first=latest_first,
+                                  **self._episode_filter(source, status, format, since, until, limit, extraction, text))
 
     def sessions(self, *, since: str | None = None, until: str | None = None,
                  limit: int | None = None) -> list[SessionListing]:
@@ -298,16 +308,27 @@ class Memory:
             return search.sessions_listed(db, window, limit)
 
     def episode_count(self, *, source: str | Path | None = None, status: str | None = None, since: str | None = None,
-                      until: str | None = None, format: str | None = None) -> int:
+                      until: str | None = None, format: str | None = None, extraction: str | None = None,
+                      text: str | None = None) -> int:
         """How many episodes ``episodes`` lists with the same filters and no limit."""
         with self.connections.reading() as db:
-            return reads.episode_count(db, **self._episode_filter(source, status, format, since, until, None))
+            return reads.episode_count(db, **self._episode_filter(source, status, format, since, until, None,
+                                                                  extraction, text))
 
     @staticmethod
     def _episode_filter(source: str | Path | None, status: str | None, format: str | None, since: str | None,
-                        until: str | None, limit: int | None) -> dict:
+                        until: str | None, limit: int | None, extraction: str | None = None,
+                        text: str | None = None) -> dict:
         if status not in (None, "active", "undone"):
             raise BadInput(f"must be active or undone, got {status!r}", parameter="status")
+        if extraction not in (None, *EXTRACTION_STATES):
+            raise BadInput(f"must be one of {', '.join(EXTRACTION_STATES)}, got {extraction!r}", parameter="extraction")
+        words = None
+        if text is not None:  # every word, each as the index reads it (nothing reaches FTS5's syntax)
+            found = re.findall(r"\w+", text)
+            if not found:
+                raise BadInput(f"has no words to search for: {text!r}", parameter="text")
+            words = " AND ".join(f'"{word}"' for word in found)
         if format is not None:
             # Only with a format: the readers (pydantic, jsonlines) cost listing episodes 110 ms.
             from memctl.sources import FORMATS, MEMORY_FORMAT
@@ -317,7 +338,8 @@ class Memory:
                                parameter="format")
         check_limit(limit)
         return {"source": str(source.resolve()) if isinstance(source, Path) else source, "status": status,
-                "format": format, **{name: times.instant_argument(value, what=name)
+                "format": format, "extraction": extraction, "words": words,
+                **{name: times.instant_argument(value, what=name)
                                      for name, value in (("since", since), ("until", until))}}
 
     def source_named(self, tail: str) -> str:
@@ -340,8 +362,9 @@ class Memory:
         with self.connections.reading() as db:
             return reads.episode(db, episode_id(db, target), self.now())
 
-    def history(self, entity: str) -> History:
-        """Every slot of an entity, each with its facts over time."""
+    def history(self, entity: str, *, limit: int | None = None) -> History:
+        """Every slot of an entity, each with its facts over time (``limit``: its latest that many)."""
+        check_limit(limit)
         with self.connections.reading() as db:
             found = reads.entity_named(db, names.entity_key(entity))
             if found is None:
@@ -350,6 +373,8 @@ class Memory:
             for fact, predicate_key in reads.facts_of_subject(db, found[0], self.now()):
                 slot = slots.setdefault(predicate_key, Slot(fact.predicate, fact.cardinality, []))
                 slot.facts.append(fact)
+        if limit is not None:
+            slots = {key: slot._replace(facts=slot.facts[-limit:]) for key, slot in slots.items()}
         return History(entity=found[1], slots=list(slots.values()))
 
     def summary(self, entity: str, *, as_of: str | None = None, known_at: str | None = None) -> EntitySummary:

@@ -294,6 +294,8 @@ class _EpisodeSummaryFields(NamedTuple):
     reference_time: str
     reference_time_source: str
     status: str
+    extraction: str  # done | pending (the model was down) | failed | structured (came with its facts)
+    title: str  # the first line of what the user said (or of its text), cut short
 
 
 class EpisodeSummary(ReadRecord, _EpisodeSummaryFields):
@@ -353,6 +355,9 @@ class EpisodeDetail(ReadRecord, _EpisodeDetailFields):
 class _StatsFields(NamedTuple):
     episodes: int
     episodes_undone: int
+    # Active episodes whose text waits for a model: pending (it was down) or failed;
+    # `memctl episodes --extraction pending` lists them, `memctl retry --failed` extracts them
+    episodes_awaiting_extraction: int
     assertions: int
     entities: int
     facts_valid_now: int

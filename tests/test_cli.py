@@ -305,7 +305,7 @@ def test_show_episodes_stats_rebuild_json(cli):
     assert cli("ingest", FIXTURE).code == 0
     listed = cli("episodes", "--json").json()
     assert [set(e) for e in listed][0] == {"id", "source", "position", "format", "reference_time",
-                                          "reference_time_source", "status"}
+                                          "reference_time_source", "status", "extraction", "title"}
     assert [e["reference_time"] for e in listed] == sorted(e["reference_time"] for e in listed)
     shown = cli("show", listed[0]["id"], "--json").json()
     assert shown["content"].startswith("Billing runs on MySQL") and len(shown["assertions"]) == 2

@@ -21,7 +21,7 @@ def test_bare_memctl_prints_help_and_exits_0(raw_cli):
 
 def test_version_and_short_help(raw_cli):
     shown = raw_cli("--version")
-    assert shown.code == 0 and shown.out.strip() == f"memctl {version('memctl')}"
+    assert shown.code == 0 and shown.out.strip() == f"memctl {version('memctl-memory')}"
     short = raw_cli("-h")
     assert short.code == 0 and "Usage: memctl" in short.out
     command = raw_cli("recall", "-h")
@@ -48,7 +48,7 @@ def test_piped_tables_keep_ids_and_paths_whole_one_record_a_line(cli, tmp_path):
     episodes = cli("episodes", "--json").json()
     table = cli("episodes")
     lines = table.out.splitlines()
-    assert lines[0].split("\t") == ["episode", "reference time", "from", "source:position", "status"]
+    assert lines[0].split("\t") == ["episode", "said", "title", "source:position", "status"]
     for episode in episodes:
         (row,) = [line for line in lines if episode["id"] in line]
         cells = row.split("\t")
@@ -65,7 +65,7 @@ def test_episodes_pages_by_default_and_filters(cli, tmp_path):
     assert cli("ingest", notes, "--from-mtime").code == 0
     table = cli("episodes")
     rows = [line for line in table.out.splitlines() if line.startswith("ep_")]
-    assert len(rows) == 50 and "… 10 more" in table.out
+    assert len(rows) == 50 and "… 10 more" in table.err and "more" not in table.out  # a pipe gets rows only
     assert len(cli("episodes", "--json").json()) == 60  # programs get everything unless they ask for less
     assert len(cli("episodes", "--json", "--limit", "7").json()) == 7
     assert cli("ingest", FIXTURE).code == 0

@@ -85,3 +85,55 @@ def test_a_reader_that_stops_early_is_no_failure(db_path, tmp_path):
         producer.stdout.close()  # as `| head -1` does
         assert producer.wait(timeout=60) == 0, command
         assert producer.stderr is not None and producer.stderr.read() == b""
+
+
+def test_episodes_lists_the_latest_first_with_a_title_searched_and_counted(cli, tmp_path):
+    assert cli("ingest", FIXTURE).code == 0
+    latest = cli("episodes", "-n", "2")
+    lines = latest.out.splitlines()
+    assert lines[0].split("\t") == ["episode", "said", "title", "source:position", "status"]
+    assert [line.split("\t")[1][:10] for line in lines[1:]] == ["2024-09-12", "2024-05-20"]  # the latest first
+    assert "We dropped Redis" in lines[1] and "… 3 more" in latest.err and "more" not in latest.out
+    assert [row["reference_time"][:10] for row in cli("episodes", "-n", "2", "--json").json()] == [
+        "2024-05-20", "2024-09-12"]  # programs get the latest two in time order
+    found = cli("episodes", "-q", "Postgres move", "--json").json()
+    assert [row["title"][:5] for row in found] == ["Retro"] and found[0]["extraction"] == "structured"
+    assert cli("episodes", "-q", "?!").code == 2
+
+
+def test_list_commands_print_json_lines_csv_and_tsv(cli):
+    import csv
+    import io
+    import json
+
+    assert cli("ingest", FIXTURE).code == 0
+    for command in (["episodes"], ["facts"], ["operations"], ["sessions"]):
+        lines = cli(*command, "--nl").out.splitlines()
+        as_json = cli(*command, "--json").json()
+        assert [json.loads(line) for line in lines] == as_json, command
+        for flag, delimiter in (("--csv", ","), ("--tsv", "\t")):
+            rows = list(csv.reader(io.StringIO(cli(*command, flag).out), delimiter=delimiter))
+            assert rows[0] == list(as_json[0]) and len(rows) == len(as_json) + 1, (command, flag)
+    both = cli("facts", "--json", "--csv")
+    assert both.code == 2 and "choose one way to print" in both.err
+
+
+def test_history_keeps_each_slots_latest(cli):
+    assert cli("ingest", FIXTURE).code == 0
+    slots = cli("history", "billing", "-n", "1", "--json").json()["slots"]
+    assert [[f["object"] for f in slot["facts"]] for slot in slots] == [["Postgres"], ["Sentry"]]
+    assert [len(slot["facts"]) for slot in cli("history", "billing", "--json").json()["slots"]] == [2, 2]
+
+
+def test_episodes_the_model_never_saw_are_counted_and_listed(cli, db_path, clock):
+    from memctl import Memory
+    from memctl.extract.llm import LLMExtractor, make_client
+
+    memory = Memory.open(db_path, clock)
+    down = LLMExtractor(make_client(api_key="k", base_url="http://127.0.0.1:9/v1"), "m", clock, max_retries=0)
+    waiting = memory.add_memory("Billing moved to Spanner.", reference_time="2025-01-01", extractor=down)
+    memory.close()
+    assert waiting.extraction == "pending"
+    assert cli("stats", "--json").json()["episodes_awaiting_extraction"] == 1
+    assert [row["id"] for row in cli("episodes", "--extraction", "pending", "--json").json()] == [waiting.episode_id]
+    assert cli("episodes", "--extraction", "soon").code == 2

@@ -185,34 +185,47 @@ def episode_states(db: Queryable, episode_ids: list[str]) -> dict[str, tuple[str
 
 
 def _episode_filter(source: str | None, status: str | None, format: str | None, since: str | None,
-                    until: str | None) -> tuple[str, list[str]]:
+                    until: str | None, extraction: str | None = None, words: str | None = None) -> tuple[str, list[str]]:
     where, params = ["1"], []
     for condition, value in (("source = ?", source), ("status = ?", status), ("format = ?", format),
-                             ("reference_time >= ?", since), ("reference_time < ?", until)):
+                             ("reference_time >= ?", since), ("reference_time < ?", until),
+                             ("extraction = ?", extraction),
+                             ("text_id IN (SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH ?)", words)):
         if value is not None:
             where.append(condition)
             params.append(value)
     return " AND ".join(where), params
 
 
+# Of a turn's text, what its title is read from: its first line is in here.
+TITLE_READ = 400
+
+
 def episodes(db: Queryable, *, source: str | None, status: str | None, limit: int | None, since: str | None = None,
-             until: str | None = None, format: str | None = None) -> list[EpisodeSummary]:
-    """Episodes by reference time, of one source, status and format if named, said in
-    [``since``, ``until``)."""
-    where, params = _episode_filter(source, status, format, since, until)
+             until: str | None = None, format: str | None = None, extraction: str | None = None,
+             words: str | None = None, latest_first: bool = False) -> list[EpisodeSummary]:
+    """Episodes by reference time (``latest_first``: the other way), of one source,
+    status, format and extraction state if named, said in [``since``, ``until``), holding
+    ``words`` (an FTS5 expression) if given."""
+    from memctl.store.search import title_of
+
+    where, params = _episode_filter(source, status, format, since, until, extraction, words)
+    order = "reference_time DESC, id DESC" if latest_first else "reference_time, id"
     rows = db.execute(
-        f"""SELECT id, source, position, format, reference_time, reference_time_source, status
-            FROM episodes WHERE {where} ORDER BY reference_time, id
+        f"""SELECT id, source, position, format, reference_time, reference_time_source, status, extraction,
+                   substr(content, 1, {TITLE_READ})
+            FROM episodes WHERE {where} ORDER BY {order}
             {'LIMIT ?' if limit else ''}""",
         params + ([limit] if limit else []),
     ).fetchall()
-    return [EpisodeSummary(*row) for row in rows]
+    return [EpisodeSummary._make((*row[:-1], title_of(row[-1]))) for row in rows]
 
 
 def episode_count(db: Queryable, *, source: str | None, status: str | None, since: str | None = None,
-                  until: str | None = None, format: str | None = None) -> int:
+                  until: str | None = None, format: str | None = None, extraction: str | None = None,
+                  words: str | None = None) -> int:
     """How many episodes ``episodes`` would list without a limit."""
-    where, params = _episode_filter(source, status, format, since, until)
+    where, params = _episode_filter(source, status, format, since, until, extraction, words)
     return db.execute(f"SELECT count(*) FROM episodes WHERE {where}", params).fetchone()[0]
 
 
@@ -245,6 +258,8 @@ def stats(db: Queryable, now: str) -> Stats:
     return Stats(
         episodes=one("SELECT count(*) FROM episodes WHERE status = 'active'"),
         episodes_undone=one("SELECT count(*) FROM episodes WHERE status = 'undone'"),
+        episodes_awaiting_extraction=one("SELECT count(*) FROM episodes WHERE extraction IN ('pending', 'failed') "
+                                         "AND status = 'active'"),
         assertions=one("SELECT count(*) FROM assertions WHERE expired_at IS NULL"),
         entities=one("SELECT count(*) FROM entities WHERE id IN (SELECT subject_id FROM assertions WHERE "
                      "expired_at IS NULL UNION SELECT object_id FROM assertions WHERE expired_at IS NULL)"),

@@ -507,7 +507,7 @@ def sessions_listed(db: Queryable, window: Window, limit: int | None, keys: list
         [*_SLIGHT_TURN_PARAMS, *params, *([limit] if limit else [])]).fetchall()
     titles: dict[str, str] = {}
     for chunk, marks in in_chunks([row[7] for row in rows]):
-        titles.update((episode_id, _title(content)) for episode_id, content in db.execute(
+        titles.update((episode_id, title_of(content)) for episode_id, content in db.execute(
             f"SELECT id, content FROM episodes WHERE id IN ({marks})", chunk))
     from memctl.store.summaries import session_summary, session_turns, turns_hash
 
@@ -543,7 +543,7 @@ CONVERSATIONS = tuple(format_ for format_, who in PARTICIPANTS.items() if len(wh
 IN_CONVERSATIONS = "e.format IN (" + ", ".join(f"'{format_}'" for format_ in CONVERSATIONS) + ")"
 
 
-def _title(content: str) -> str:
+def title_of(content: str) -> str:
     """The first line of a turn's user part (or of its text), cut at TITLE_CHARS."""
     said = content.removeprefix(USER_PREFIX).split("\n\n" + REPLY_PREFIX, 1)[0].strip()
     line = said.splitlines()[0].strip() if said else ""
