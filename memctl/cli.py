@@ -250,6 +250,8 @@ def ingest(
     report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency, timeout))
     for line in report.malformed[:20] + report.refused:
         typer.echo(f"memctl: skipped: {line}", err=True)
+    for line in report.notices:
+        typer.echo(f"memctl: note: {line}", err=True)
     if report.llm_unavailable:
         waiting = memory.stats().episodes_awaiting_extraction
         typer.echo(f"memctl: {report.llm_unavailable}; {waiting} episode(s) wait for the model "

@@ -19,7 +19,18 @@ from memctl.errors import BadInput, FileRefused
 from memctl.extract import Extractor
 from memctl.model import Episode
 from memctl.reports import IngestReport
-from memctl.sources import FORMATS, NO_TIME, IngestOptions, Skipped, binary_content, cannot_read, files_under, format_of, parse
+from memctl.sources import (
+    FORMATS,
+    NO_TIME,
+    IngestOptions,
+    Notice,
+    Skipped,
+    binary_content,
+    cannot_read,
+    files_under,
+    format_of,
+    parse,
+)
 from memctl.store import BATCH_EPISODES, BATCH_MOST_EPISODES, BATCH_WRITE_SECONDS, batches, next_batch_size, underived
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
@@ -192,7 +203,7 @@ def read_sources(
             if fmt == "facts":
                 from memctl.sources import facts
 
-                items: Iterable[Episode | Skipped] = facts.checked(spool, checked[path])
+                items: Iterable[Episode | Skipped | Notice] = facts.checked(spool, checked[path])
             else:
                 items = parse(path, options, fmt)
             try:
@@ -200,6 +211,9 @@ def read_sources(
                     if isinstance(item, Skipped):
                         report.skip(path, item)
                         undated += item.reason == NO_TIME
+                        continue
+                    if isinstance(item, Notice):
+                        report.notices.append(f"{path}: {item.text}")
                         continue
                     dated += 1
                     episodes_read += 1
@@ -228,6 +242,8 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
             continue
         try:
             for item in parse(path, options, fmt):
+                if isinstance(item, Notice):  # said by the real run; the rows are its episodes
+                    continue
                 if isinstance(item, Skipped):  # an undated turn is refused by the real run: exit 1 as it does
                     yield _skipped_row(path, fmt, item.reason, bad_input=item.malformed or item.reason == NO_TIME,
                                        position=item.position)

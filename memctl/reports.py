@@ -324,6 +324,7 @@ class IngestReport(Record):
     skipped: dict[str, int] = field(default_factory=dict)  # records that gave no episode, by reason
     malformed: list[str] = field(default_factory=list)  # "file:line: reason", bad input skipped
     refused: list[str] = field(default_factory=list)  # files (or their turns) left out whole, and why
+    notices: list[str] = field(default_factory=list)  # "file: what was done", nothing lost (a file read as Latin-1)
     redactions: int = 0  # secrets replaced before anything was stored
     redacted: dict[str, int] = field(default_factory=dict)  # the same, by kind (password, openai_key, jwt...)
     left_out: dict[str, int] = field(default_factory=dict)  # tool calls, thinking, images... counted

@@ -55,6 +55,8 @@ UNDOABLE_OPERATIONS = ("repair", "retry", "undo", "resolve")
 
 def _one(db: Queryable, target: str, tables: tuple[str, ...], what: str) -> str:
     """The one id in ``tables`` that ``target`` is, or starts."""
+    if not target.strip():  # "" starts every id: it names none
+        raise BadInput(f"name the {what} by its id (or a prefix of it), not an empty string")
     found = [found for table in tables for found in reads.ids_with_prefix(db, table, target)]
     if not found:
         raise NotFound(f"no {what} matches {target!r}")

@@ -137,3 +137,21 @@ def test_episodes_the_model_never_saw_are_counted_and_listed(cli, db_path, clock
     assert cli("stats", "--json").json()["episodes_awaiting_extraction"] == 1
     assert [row["id"] for row in cli("episodes", "--extraction", "pending", "--json").json()] == [waiting.episode_id]
     assert cli("episodes", "--extraction", "soon").code == 2
+
+
+def test_a_latin_1_note_is_read_as_written_and_said_so(cli, tmp_path):
+    note = tmp_path / "2024-03-01-café.md"
+    note.write_bytes("Le café est fermé; billing uses Postgres.\n".encode("latin-1"))
+    run = cli("ingest", note, "--json")
+    assert run.code == 0 and "not UTF-8" in run.err and "read as Windows-1252" in run.err
+    assert run.json()["notices"] and run.json()["added"] == 1
+    [episode] = cli("episodes", "--json").json()
+    text = cli("show", episode["id"], "--json").json()["content"]
+    assert "Le café est fermé" in text and "\ufffd" not in text
+
+
+def test_an_empty_id_names_nothing(cli):
+    assert cli("ingest", FIXTURE).code == 0
+    for command in (["show", ""], ["undo", ""]):
+        run = cli(*command)
+        assert run.code == 2 and "empty" in run.err and "ambiguous" not in run.err, command

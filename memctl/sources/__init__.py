@@ -107,6 +107,27 @@ class Skipped:
     malformed: bool = False  # bad input, as opposed to something left out on purpose
 
 
+@dataclass
+class Notice:
+    """Something a reader did that the user should hear of, though nothing was lost: a file
+    that is not UTF-8, read in another encoding."""
+
+    text: str
+
+
+def read_text(path: Path) -> tuple[str, Notice | None]:
+    """A text file's content: UTF-8 (a byte-order mark dropped), else Windows-1252, which
+    reads Latin-1 too (a note saved by an old editor) and says so; never replacement
+    characters in place of what the file holds."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig"), None
+    except UnicodeDecodeError as error:
+        fallback = "cp1252" if all(byte not in raw for byte in (0x81, 0x8D, 0x8F, 0x90, 0x9D)) else "latin-1"
+        return raw.decode(fallback), Notice(f"not UTF-8 (byte {error.start}): read as "
+                                            f"{'Windows-1252' if fallback == 'cp1252' else 'Latin-1'}")
+
+
 class BadLine(str):
     """What ``read_jsonl(strict=False)`` yields in place of a value it could not read."""
 
@@ -295,7 +316,7 @@ class Source(Protocol):
 
     def sniff(self, path: Path, head: Head) -> bool | None: ...
 
-    def turns(self, path: Path, options: IngestOptions) -> Iterable[Turn | Skipped | Episode]: ...
+    def turns(self, path: Path, options: IngestOptions) -> Iterable[Turn | Skipped | Episode | Notice]: ...
 
 
 def source(fmt: str) -> Source:
@@ -360,7 +381,7 @@ def cut(text: str, limit: int = MAX_EPISODE_CHARS) -> tuple[str, int]:
     return f"{text[:head_end]}\n[cut: {removed} characters]\n{text[tail_start:]}", removed
 
 
-def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterator[Episode | Skipped]:
+def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterator[Episode | Skipped | Notice]:
     """Episodes of one file (and the records it skipped), streaming, in file order."""
     fmt = fmt or format_of(path, options)
     if fmt is None:
@@ -370,7 +391,7 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
     fallback: tuple[str, str] | None = None
     for item in source(fmt).turns(path, options):
         if not isinstance(item, Turn):
-            yield item  # a Skipped record, or an Episode the format built itself
+            yield item  # a Skipped record, a Notice, or an Episode the format built itself
             continue
         if item.time is not None:
             reference_time, reference_source = item.time, item.time_source

@@ -40,6 +40,7 @@ Streaming: one line at a time; only the current turn is held in memory.
 
 from __future__ import annotations
 
+import io
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -51,7 +52,7 @@ from dateutil import tz as dateutil_tz
 
 from memctl import times
 from memctl.errors import BadInput
-from memctl.sources import Head, IngestOptions, Skipped, Turn
+from memctl.sources import Head, IngestOptions, Notice, Skipped, Turn, read_text
 
 NAME = "aider"
 CHAT_HISTORY = ".aider.chat.history.md"
@@ -126,43 +127,45 @@ def _finish(turn: _Open) -> Turn | Skipped:
     )
 
 
-def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
+def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped | Notice]:
     where = zone(options.tz)
     session_time: str | None = None
     pending: Counter = Counter()  # Aider output seen before the session's first turn
     turn: _Open | None = None
     in_user: _Open | None = None  # `turn`, while its "#### " lines are being read
 
-    with open(path, encoding="utf-8", errors="replace", newline=None) as handle:
-        for number, raw in enumerate(handle, 1):
-            line = raw.rstrip("\n")
-            if line.startswith(HEADER_PREFIX):
+    text, notice = read_text(path)
+    if notice is not None:
+        yield notice
+    for number, raw in enumerate(io.StringIO(text, newline=None), 1):  # any line end ends a line
+        line = raw.rstrip("\n")
+        if line.startswith(HEADER_PREFIX):
+            if turn is not None:
+                yield _finish(turn)
+                turn = None
+            in_user = None
+            pending = Counter()
+            session_time = session_start(line, where)
+            if session_time is None:
+                yield Skipped(
+                    number,
+                    f"unreadable aider session header {line.strip()!r}: its turns get no session time",
+                    malformed=True,
+                )
+            continue
+        if _is_user_line(line):
+            if in_user is None:
                 if turn is not None:
                     yield _finish(turn)
-                    turn = None
-                in_user = None
+                turn = in_user = _Open(number, session_time, pending)
                 pending = Counter()
-                session_time = session_start(line, where)
-                if session_time is None:
-                    yield Skipped(
-                        number,
-                        f"unreadable aider session header {line.strip()!r}: its turns get no session time",
-                        malformed=True,
-                    )
-                continue
-            if _is_user_line(line):
-                if in_user is None:
-                    if turn is not None:
-                        yield _finish(turn)
-                    turn = in_user = _Open(number, session_time, pending)
-                    pending = Counter()
-                in_user.user.append(line[len(USER_PREFIX):].rstrip())
-                continue
-            in_user = None
-            if line.startswith(TOOL_PREFIX) or line.rstrip() == ">":
-                (turn.left_out if turn is not None else pending)["tool_output"] += 1
-                continue
-            if turn is not None:
-                turn.reply.append(line.rstrip())
+            in_user.user.append(line[len(USER_PREFIX):].rstrip())
+            continue
+        in_user = None
+        if line.startswith(TOOL_PREFIX) or line.rstrip() == ">":
+            (turn.left_out if turn is not None else pending)["tool_output"] += 1
+            continue
+        if turn is not None:
+            turn.reply.append(line.rstrip())
     if turn is not None:
         yield _finish(turn)

@@ -31,7 +31,7 @@ from datetime import date
 from pathlib import Path
 
 from memctl import times
-from memctl.sources import Head, IngestOptions, Skipped, Turn
+from memctl.sources import Head, IngestOptions, Notice, Skipped, Turn, read_text
 
 NAME = "text"
 
@@ -85,24 +85,22 @@ def name_time(name: str) -> str | None:
     return None
 
 
-def read_note(path: Path) -> tuple[list[str], str]:
-    """(front matter lines, text without them), reading the file once."""
-    with open(path, encoding="utf-8-sig", errors="replace") as handle:
-        first = handle.readline()
-        if first.rstrip() != "---":
-            return [], first + handle.read()
-        front: list[str] = []
-        for line in handle:
-            if line.rstrip() in ("---", "..."):
-                return front, handle.read()
-            front.append(line)
-            if len(front) >= FRONT_MATTER_MAX_LINES:
-                break
-        return [], first + "".join(front) + handle.read()
+def read_note(path: Path) -> tuple[list[str], str, Notice | None]:
+    """(front matter lines, text without them, a note on how it was decoded), reading the file once."""
+    whole, notice = read_text(path)
+    lines = whole.splitlines(keepends=True)
+    if not lines or lines[0].rstrip() != "---":
+        return [], whole, notice
+    for end, line in enumerate(lines[1:FRONT_MATTER_MAX_LINES + 1], 1):
+        if line.rstrip() in ("---", "..."):
+            return lines[1:end], "".join(lines[end + 1:]), notice
+    return [], whole, notice
 
 
-def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
-    front, text = read_note(path)
+def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped | Notice]:
+    front, text, notice = read_note(path)
+    if notice is not None:
+        yield notice
     if not text.strip():
         yield Skipped(1, EMPTY)
         return
