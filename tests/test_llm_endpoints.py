@@ -170,7 +170,7 @@ def test_no_model_to_choose_keeps_the_episodes_pending_says_so_once_and_exits_1(
         episode = cli("episodes", "--json").json()[0]["id"]
         retried = cli("retry", episode)
     assert run.code == 1 and run.err.count(said) == 1 and "--model" in run.err
-    assert "3 episode(s) kept as pending" in run.err
+    assert "3 episode(s) wait for the model" in run.err
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT extraction, count(*) FROM episodes GROUP BY 1").fetchall() == [("pending", 3)]
     assert retried.code == 2 and said in retried.err and "Traceback" not in retried.err

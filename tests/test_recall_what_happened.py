@@ -83,7 +83,7 @@ def test_each_session_is_listed_once_by_its_first_turn_in_the_window(memory, tmp
 def test_the_command_line_says_it_lists_what_happened(cli):
     assert cli("ingest", FIXTURE).code == 0
     run = cli("recall", "what changed in 2024")
-    assert run.code == 0 and "what happened from 2024-01-01 00:00:00Z to 2025-01-01 00:00:00Z" in run.out
+    assert run.code == 0 and "what happened from 2024-01-01 00:00:00Z to 2025-01-01 00:00:00Z" in run.err  # a pipe: rows only
 
 
 @pytest.mark.parametrize(("question", "asks"), [

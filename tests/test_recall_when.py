@@ -144,10 +144,10 @@ def test_the_command_line_says_which_words_the_window_was_read_from(cli):
     assert cli("ingest", FIXTURE).code == 0
     shown = cli("recall", "which database did billing use in March 2024", "--kind", "fact", "--limit", "1")
     assert shown.code == 0
-    assert "from 2024-03-01 00:00:00Z to 2024-04-01 00:00:00Z (read from 'March 2024')" in shown.out
+    assert "from 2024-03-01 00:00:00Z to 2024-04-01 00:00:00Z (read from 'March 2024')" in shown.err  # a pipe: rows only
     assert "MySQL" in shown.out
     since = cli("recall", "what has billing used since June 2024", "--kind", "fact")
-    assert "from 2024-06-01 00:00:00Z to … (read from 'since June 2024')" in since.out
+    assert "from 2024-06-01 00:00:00Z to … (read from 'since June 2024')" in since.err
     data = cli("recall", "what has billing used since June 2024", "--json").json()
     assert "until" not in data and (data["since"], data["time_words"]) == ("2024-06-01T00:00:00.000000Z",
                                                                           "since June 2024")
