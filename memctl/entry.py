@@ -19,6 +19,7 @@ interrupted. Every error is one line on stderr, whichever way the command went.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,10 +47,19 @@ HELP_COLUMNS = 80  # click wraps help to min(terminal width, 80) - 2; help.txt h
 class State:
     db_path: Path | None = None  # --db, set before any command runs
     opened: list[Memory] = []  # what the command opened, closed when it is done
+    terminated = False  # SIGTERM came: it is answered as Ctrl-C is, with its own exit code
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (a service manager, `kill`, an agent stopping its MCP server) as Ctrl-C: the
+    running operation stops between episodes and is marked interrupted, nothing half done."""
+    State.terminated = True
+    raise KeyboardInterrupt
 
 
 def main() -> None:
     args = _db_first(sys.argv[1:])
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         try:
             code = _help(args)
@@ -223,9 +233,10 @@ def message(error: MemctlError) -> str:
 
 
 def _interrupted() -> None:
-    print("memctl: interrupted: what was written before is kept, each episode and change whole or not at all; "
-          "run the same command again to finish (it adds only what is missing)", file=sys.stderr)
-    sys.exit(130)
+    print(f"memctl: {'terminated' if State.terminated else 'interrupted'}: what was written before is kept, each "
+          "episode and change whole or not at all; run the same command again to finish (it adds only what is "
+          "missing)", file=sys.stderr)
+    sys.exit(143 if State.terminated else 130)
 
 
 def _failed(error: Exception) -> None:

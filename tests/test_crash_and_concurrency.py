@@ -660,3 +660,34 @@ def test_a_long_undo_is_previewed_on_a_copy_without_taking_the_write_lock(tmp_pa
     assert copied and not locked, "the preview held the write lock: another writer would have waited for it"
     assert snapshot(db) == before, "a preview changed the database"
     assert not list(tmp_path.glob(".memctl-preview-*")), "the copy was left behind"
+
+
+def test_sigterm_mid_ingest_is_answered_as_ctrl_c(tmp_path):
+    """Issue 30: a SIGTERM (a service manager, an agent stopping memctl) exits 143 saying
+    so, leaves whole episodes, and marks the operation interrupted at once, not `running`
+    until the next writer opens the file; the same command then finishes the job."""
+    n = 3 * BATCH_EPISODES + 1000
+    source = tmp_path / "big.facts.jsonl"
+    expected = write_facts_file(source, n, seed=9, tag="term")
+    db = tmp_path / "memory.db"
+    proc = subprocess.Popen(ingest_command(db, source), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while proc.poll() is None and episode_count(db) < 1:
+        if time.monotonic() > deadline:
+            pytest.fail(f"no episode committed within {RUN_TIMEOUT}s")
+        time.sleep(POLL_INTERVAL)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=RUN_TIMEOUT)
+    if proc.returncode == 0:
+        pytest.skip("the ingest finished before the signal came")
+    assert proc.returncode == 143 and err.strip().splitlines()[-1].startswith("memctl: terminated:")
+    assert "Traceback" not in err
+    conn = query_only(db)
+    try:
+        statuses = [row[0] for row in conn.execute("SELECT status FROM operations WHERE kind = 'ingest'")]
+    finally:
+        conn.close()
+    assert statuses == ["interrupted"]
+    finished = run_memctl(db, "ingest", str(source))
+    assert finished.returncode == 0, finished.stderr
+    assert episode_count(db) == len(expected)
