@@ -11,6 +11,7 @@ command loads only what it uses.
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -201,7 +202,8 @@ def _readable(value) -> str:
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or directories to ingest.")],
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Files or directories to ingest (none: the log folders of the agents found here).")] = None,
     format: Annotated[str, typer.Option("--format", help="auto (detected per file), or one of: facts, claude-code, "
                                         "codex, chatgpt, claude-ai, gemini, aider, jsonl, text, markdown.")] = "auto",
     reference_time: Annotated[Optional[str], typer.Option(
@@ -224,11 +226,21 @@ def ingest(
     --reference-time or --from-mtime. Exit 1 when a file was refused or a line was
     malformed (the rest is kept).
 
+    With no path, the log folders of the agents found here: Claude Code's, Codex's and
+    Gemini CLI's (each where its own settings keep it).
+
     Example: memctl ingest ~/.claude/projects --from-mtime
     """
-    from memctl.sources import IngestOptions, check_present
+    from memctl.sources import IngestOptions, agent_log_folders, check_present
     from memctl.sources.aider import zone
 
+    if not paths:
+        found = agent_log_folders()
+        if not found:
+            raise NotFound("no agent's log folder here (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp); "
+                           "name the files or folders to ingest")
+        typer.echo("memctl: ingesting " + ", ".join(f"{agent}'s logs ({folder})" for agent, folder in found), err=True)
+        paths = [folder for _, folder in found]
     check_present(paths)  # before the store is opened: a mistyped path leaves no empty file
     zone(tz)  # an unknown zone is bad usage even when no Aider file is among the paths
     timeout = _checked(extractor, concurrency, timeout)
@@ -730,6 +742,53 @@ def _retry_tables(result) -> None:
     if result.effects.any():
         console.print(_effects_table("Done" if result.applied else "Plan (nothing changed; run without --dry-run)",
                                      result.effects))
+
+
+hook_app = typer.Typer(help="Keep the memory current as agents work: the hooks that ingest each session.",
+                       no_args_is_help=True)
+app.add_typer(hook_app, name="hook")
+
+
+@hook_app.command("claude-code")
+def hook_claude_code(
+    run: Annotated[bool, typer.Option("--run", help="Be the hook: ingest the session whose transcript the hook's "
+                                                    "JSON on stdin names.")] = False,
+) -> None:
+    """Print the Claude Code settings for a SessionEnd hook that ingests each session as it
+    ends (merge them into ~/.claude/settings.json); with --run, be that hook.
+
+    Example: memctl hook claude-code
+    """
+    from memctl.store.connection import default_path
+
+    if not run:
+        memctl = (str(Path(sys.argv[0]).resolve()) if Path(sys.argv[0]).name == "memctl"
+                  else f"{sys.executable} -m memctl")
+        database = Path(State.db_path or default_path()).expanduser().resolve()
+        command = f"{memctl} --db {shlex.quote(str(database))} hook claude-code --run"
+        _print_json({"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": command}]}]}})
+        typer.echo("memctl: merge this into the \"hooks\" of ~/.claude/settings.json (or a project's "
+                   ".claude/settings.json): each session that ends is ingested, and one ingested before "
+                   "adds only what it did not have", err=True)
+        return
+    try:
+        transcript = json.loads(sys.stdin.read() or "null")["transcript_path"]
+    except (ValueError, TypeError, KeyError):
+        raise BadInput("--run reads the hook's JSON on stdin, with its transcript_path (as Claude Code sends it)") from None
+    if not transcript:
+        return  # a session with no transcript has nothing to ingest
+    path = Path(transcript).expanduser()
+    subagents = path.with_suffix("") / "subagents"  # the session's subagents' logs, beside it
+    from memctl.sources import IngestOptions, check_present
+
+    paths = [path, *([subagents] if subagents.is_dir() else [])]
+    check_present(paths)
+    memory = _memory(must_exist=False)
+    report = memory.ingest(paths, IngestOptions(), extractor=_extractor(memory, "auto", None, 4, None))
+    if report.partial:
+        for line in report.refused + report.malformed[:5] + ([report.llm_unavailable] if report.llm_unavailable else []):
+            typer.echo(f"memctl: {line}", err=True)
+        raise typer.Exit(1)
 
 
 repair_app = typer.Typer(help="Fix damage in what is stored, previewed first and undoable.", no_args_is_help=True)

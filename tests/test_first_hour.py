@@ -155,3 +155,57 @@ def test_an_empty_id_names_nothing(cli):
     for command in (["show", ""], ["undo", ""]):
         run = cli(*command)
         assert run.code == 2 and "empty" in run.err and "ambiguous" not in run.err, command
+
+
+def claude_code_session(path: Path, text: str) -> Path:
+    """A minimal Claude Code session log (named by its file): one turn and its reply."""
+    from tests.conftest import write_jsonl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    session, user, reply = f"session-{path.stem}", f"u-{path.stem}", f"a-{path.stem}"
+    return write_jsonl(path, [
+        {"parentUuid": None, "sessionId": session, "type": "user", "uuid": user, "timestamp": "2025-03-01T09:00:00Z",
+         "message": {"role": "user", "content": text}},
+        {"parentUuid": user, "sessionId": session, "type": "assistant", "uuid": reply,
+         "timestamp": "2025-03-01T09:00:05Z",
+         "message": {"id": "m1", "role": "assistant", "model": "claude-x", "content": [{"type": "text", "text": "Done."}]}}])
+
+
+def test_ingest_with_no_path_reads_the_agents_log_folders_it_finds(cli, monkeypatch, tmp_path):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    nothing = cli("ingest")
+    assert nothing.code == 2 and "no agent's log folder here" in nothing.err
+    claude_code_session(home / ".claude" / "projects" / "-work-app" / "s1.jsonl", "Set up the staging cluster.")
+    first = cli("ingest", "--json")
+    assert first.code == 0 and "Claude Code's logs" in first.err and first.json()["added"] == 1
+    again = cli("ingest", "--json")
+    assert again.code == 0 and again.json()["added"] == 0  # idempotent
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "elsewhere"))  # Claude Code's own setting is honoured
+    claude_code_session(tmp_path / "elsewhere" / "projects" / "-work-b" / "s2.jsonl", "Add a retry to the consumer.")
+    assert cli("ingest", "--json").json()["added"] == 1
+
+
+def test_the_claude_code_hook_ingests_each_session_that_ends(cli, db_path, tmp_path, monkeypatch):
+    import io
+    import json
+    import shlex
+    import sys
+
+    shown = cli("hook", "claude-code")
+    assert shown.code == 0 and "settings.json" in shown.err
+    [entry] = shown.json()["hooks"]["SessionEnd"]
+    command = shlex.split(entry["hooks"][0]["command"])
+    assert command[-5:] == ["--db", str(db_path.resolve()), "hook", "claude-code", "--run"]
+    session = claude_code_session(tmp_path / "projects" / "-work-app" / "s1.jsonl", "Set up the staging cluster.")
+    payload = {"session_id": "s1", "transcript_path": str(session), "cwd": "/work/app", "hook_event_name": "SessionEnd",
+               "reason": "exit"}
+    for _ in range(2):  # a session ended twice (resumed in between) adds only what is new
+        monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(payload)))
+        assert cli("hook", "claude-code", "--run").code == 0
+        assert len(cli("episodes", "--json").json()) == 1
+    monkeypatch.setattr(sys, "stdin", io.StringIO("not json"))
+    bad = cli("hook", "claude-code", "--run")
+    assert bad.code == 2 and "transcript_path" in bad.err

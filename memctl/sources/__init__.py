@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -211,6 +211,16 @@ def files_under(paths: list[Path], not_files: list[str] | None = None) -> list[P
             elif not_files is not None:
                 not_files.append(f"{child}: {_what_it_is(child)}, not a file: skipped")
     return list(found)
+
+
+def agent_log_folders(environ: Mapping[str, str] = os.environ) -> list[tuple[str, Path]]:
+    """(agent, folder) of each agent's own log folder that exists here: what `memctl
+    ingest` with no path reads. Each agent's setting of where it keeps them is honoured."""
+    home = Path(environ.get("HOME") or Path.home())
+    claude = Path(environ["CLAUDE_CONFIG_DIR"]) if environ.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+    codex = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home / ".codex"
+    known = [("Claude Code", claude / "projects"), ("Codex", codex / "sessions"), ("Gemini CLI", home / ".gemini" / "tmp")]
+    return [(agent, folder) for agent, folder in known if folder.is_dir()]
 
 
 def check_present(paths: Iterable[Path]) -> None:
