@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -1061,6 +1062,56 @@ def stats(as_json: JsonOption = False) -> None:
         _print_json(data)
         return
     _console().print(_table("memctl", ["", ""], [[k.replace("_", " "), _readable(v)] for k, v in data.to_json().items()]))
+
+
+@app.command()
+def path(as_json: JsonOption = False) -> None:
+    """Print where the memory is: the database file --db, $MEMCTL_DB or the default names.
+
+    Example: sqlite-utils tables "$(memctl path)"
+    """
+    from memctl.store.connection import default_path
+
+    where = Path(State.db_path or default_path()).expanduser().resolve()
+    if as_json:
+        _print_json({"path": str(where), "exists": where.is_file()})
+    else:
+        typer.echo(str(where))
+
+
+@app.command()
+def backup(
+    target: Annotated[Path, typer.Argument(help="The new file to write the copy to.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Copy the memory, as committed now, to a new file: one consistent snapshot, taken
+    while other processes go on writing.
+
+    Example: memctl backup ~/backups/memory-$(date +%F).db
+    """
+    made = _memory().backup(target)
+    if as_json:
+        _print_json(made)
+    else:
+        typer.echo(f"{made.path} ({made.bytes:,} bytes)")
+
+
+@app.command()
+def export(
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this new file "
+                                                                          "(default: stdout).")] = None,
+) -> None:
+    """Every episode memctl holds, with its statements, as JSONL of the structured format:
+    'memctl ingest' of it into an empty memory gives the same facts.
+
+    Example: memctl export -o memory.facts.jsonl
+    """
+    memory = _memory()
+    if output is not None and output.exists():
+        raise BadInput(f"{output} exists already; name a new file", parameter="output")
+    with open(output, "w", encoding="utf-8") if output is not None else nullcontext(sys.stdout) as out:
+        for line in memory.export():
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
 @app.command()

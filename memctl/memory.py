@@ -10,13 +10,14 @@ a process that only recalls never loads what ingest needs (pydantic, the readers
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from memctl import names, times
 from memctl.errors import BadInput, NotFound, check_limit
 from memctl.results import (
+    Backup,
     Conflict,
     EntitySummary,
     EpisodeDetail,
@@ -401,6 +402,37 @@ class Memory:
         at = times.instant_argument(as_of, what="as_of") or known or self.now()
         with self.connections.reading() as db:
             return conflicts.listed(db, as_of=at, known_at=known, closed=closed)
+
+    def path(self) -> Path:
+        """The database file (``:memory:`` for a memory that has none)."""
+        return self.connections.path.resolve() if not self.connections.in_memory else self.connections.path
+
+    def backup(self, target: str | Path) -> Backup:
+        """A consistent copy of the memory as committed now, in a new file ``target``: read
+        as one snapshot (SQLite's backup), so writers go on meanwhile and the copy needs no
+        log beside it."""
+        import sqlite3
+
+        path = Path(target).expanduser()
+        if path.exists():
+            raise BadInput(f"{path} exists already; name a new file")
+        if not path.parent.is_dir():
+            raise NotFound(f"{path.parent}: no such folder")
+        with self.connections.reading() as db:
+            source = db if isinstance(db, sqlite3.Connection) else db.conn  # type: ignore[attr-defined]
+            copy = sqlite3.connect(path)
+            try:
+                source.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+            finally:
+                copy.close()
+        return Backup(path=str(path.resolve()), bytes=path.stat().st_size)
+
+    def export(self) -> Iterator[dict]:
+        """Every active episode and its statements as lines of the structured format, in
+        time order: ``memctl ingest`` of them into an empty memory gives the same facts."""
+        with self.connections.reading() as db:
+            yield from reads.exported(db)
 
     def stats(self) -> Stats:
         with self.connections.reading() as db:

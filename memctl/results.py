@@ -374,6 +374,17 @@ class Stats(ReadRecord, _StatsFields):
     __slots__ = ()
 
 
+class _BackupFields(NamedTuple):
+    path: str
+    bytes: int
+
+
+class Backup(ReadRecord, _BackupFields):
+    """A copy of the memory, as ``memctl backup`` made it."""
+
+    __slots__ = ()
+
+
 class _OperationFields(NamedTuple):
     id: str
     kind: str

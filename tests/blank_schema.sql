@@ -1,3 +1,8 @@
+CREATE VIEW facts_held AS SELECT * FROM facts_named WHERE expired_at IS NULL;
+CREATE VIEW facts_named AS
+            SELECT f.id AS fact_id, s.name AS subject, f.predicate, o.name AS object, f.fact, f.cardinality,
+                   f.valid_at, f.invalid_at, f.end_reason, f.created_at, f.expired_at
+            FROM facts f JOIN entities s ON s.id = f.subject_id JOIN entities o ON o.id = f.object_id;
 CREATE TABLE "_sqlite_migrations" (
    "id" INTEGER PRIMARY KEY,
    "migration_set" TEXT,

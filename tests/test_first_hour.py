@@ -209,3 +209,48 @@ def test_the_claude_code_hook_ingests_each_session_that_ends(cli, db_path, tmp_p
     monkeypatch.setattr(sys, "stdin", io.StringIO("not json"))
     bad = cli("hook", "claude-code", "--run")
     assert bad.code == 2 and "transcript_path" in bad.err
+
+
+def test_export_ingests_back_into_the_same_facts(tmp_path, clock):
+    import json
+
+    from memctl import IngestOptions, Memory
+    from memctl.names import entity_key
+
+    source = Memory.open(tmp_path / "a.db", clock)
+    source.ingest([FIXTURE], IngestOptions())
+    source.add_memory("Billing dropped Sentry.", reference_time="2025-02-01", facts=[
+        {"subject": "billing", "predicate": "uses", "object": "Sentry", "retracted": True, "cardinality": "many"}])
+    source.add_memory("Billing's lead until May was Sam.", reference_time="2025-06-01", facts=[
+        {"subject": "billing", "predicate": "lead", "object": "Sam", "valid_at": "2024-01-01", "invalid_at": "2025-05-01"}])
+    source.undo([source.episodes()[0].id], apply=True)  # what memctl no longer holds is not exported
+    lines = list(source.export())
+    assert len(lines) == len(source.episodes(status="active"))
+    exported = tmp_path / "memory.facts.jsonl"
+    exported.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    copy = Memory.open(tmp_path / "b.db", clock)
+    copy.ingest([exported], IngestOptions())
+
+    def timeline(memory: Memory) -> list[tuple]:
+        return sorted((entity_key(f.subject), f.predicate, entity_key(f.object), f.valid_at, f.invalid_at, f.end_reason)
+                      for f in memory.facts(history=True))
+
+    assert timeline(copy) == timeline(source) and len(timeline(source)) >= 5
+    assert [e.reference_time for e in copy.episodes()] == [e.reference_time for e in source.episodes(status="active")]
+
+
+def test_backup_path_and_the_views_a_browser_reads(cli, db_path, tmp_path):
+    import sqlite3
+
+    assert cli("ingest", FIXTURE).code == 0
+    assert cli("path").out.strip() == str(db_path.resolve())
+    made = cli("backup", tmp_path / "copy.db", "--json")
+    assert made.code == 0 and made.json()["path"] == str((tmp_path / "copy.db").resolve())
+    assert not (tmp_path / "copy.db-wal").exists()  # one self-contained file
+    assert cli("--db", tmp_path / "copy.db", "stats", "--json").json() == cli("stats", "--json").json()
+    again = cli("backup", tmp_path / "copy.db")
+    assert again.code == 2 and "exists already" in again.err
+    with sqlite3.connect(tmp_path / "copy.db") as conn:
+        held = conn.execute("SELECT subject, predicate, object, valid_at FROM facts_held WHERE object = 'Postgres'").fetchall()
+        assert held == [("billing", "primary_database", "Postgres", "2024-04-02T00:00:00.000000Z")]
+        assert conn.execute("SELECT count(*) FROM facts_named").fetchone()[0] >= len(held)

@@ -10,6 +10,8 @@ whole history is asked for, valid at ``as_of`` (``valid_at <= T < invalid_at``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from memctl.results import EpisodeDetail, EpisodeSummary, Fact, FactStatus, Stats, StoredAssertion
 from memctl.store import Queryable, in_chunks
 
@@ -143,6 +145,34 @@ def episodes_of_assertions(db: Queryable, assertion_ids: list[int]) -> list[str]
     for chunk, marks in in_chunks(assertion_ids):
         found.update(row[0] for row in db.execute(f"SELECT episode_id FROM assertions WHERE id IN ({marks})", chunk))
     return sorted(found)
+
+
+def exported(db: Queryable) -> Iterator[dict]:
+    """Every active episode with its active assertions, in time order, as a line of the
+    structured format (``memctl.sources.facts``) that ingest reads back into the same
+    facts. One query, read as it streams: a whole store is never held."""
+    line: dict | None = None
+    for (episode_id, reference_time, content, subject, predicate, object_, fact, valid_at, invalid_at, cardinality,
+         extracted_at) in db.execute(
+            """SELECT e.id, e.reference_time, e.content, a.subject, a.predicate, a.object, a.fact, a.valid_at,
+                      a.invalid_at, a.cardinality, a.extracted_at
+               FROM episodes e LEFT JOIN assertions a ON a.episode_id = e.id AND a.expired_at IS NULL
+               WHERE e.status = 'active' ORDER BY e.reference_time, e.id, a.ordinal"""):
+        if line is None or line["source_id"] != episode_id:
+            if line is not None:
+                yield line
+            line = {"reference_time": reference_time, "source_id": episode_id, "content": content, "facts": []}
+        if subject is None:
+            continue  # an episode with no assertion (pending, or nothing said)
+        item = {"subject": subject, "predicate": predicate, "object": object_, "fact": fact, "cardinality": cardinality,
+                "extracted_at": extracted_at}
+        if valid_at is None:  # a retraction: the value stopped holding then
+            item.update(retracted=True, invalid_at=invalid_at)
+        else:
+            item.update(valid_at=valid_at, **({"invalid_at": invalid_at} if invalid_at else {}))
+        line["facts"].append(item)
+    if line is not None:
+        yield line
 
 
 def ids_with_prefix(db: Queryable, table: str, prefix: str) -> list[str]:

@@ -494,3 +494,20 @@ def summaries(db: Database) -> None:
         ) WITHOUT ROWID;
         """
     )
+
+
+@migrations(name="0016_views")
+def views(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- The facts as a person browsing the file (Datasette, sqlite-utils) reads them:
+        -- entity names instead of ids, both time axes beside each other. Every version, and
+        -- the versions memctl holds now.
+        CREATE VIEW facts_named AS
+            SELECT f.id AS fact_id, s.name AS subject, f.predicate, o.name AS object, f.fact, f.cardinality,
+                   f.valid_at, f.invalid_at, f.end_reason, f.created_at, f.expired_at
+            FROM facts f JOIN entities s ON s.id = f.subject_id JOIN entities o ON o.id = f.object_id;
+        CREATE VIEW facts_held AS SELECT * FROM facts_named WHERE expired_at IS NULL;
+        """
+    )
