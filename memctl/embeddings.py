@@ -136,7 +136,12 @@ class WordLlamaEmbedder:
         self.model = f"{LOCAL_WORDLLAMA}@{_version('wordllama')}"
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        return self._model.embed(texts).tolist() if texts else []
+        # WordLlama holds a batch's token vectors whole (texts × longest text's tokens ×
+        # 256 floats): 64 turns of 20,000 characters made 1.16 GB; a few at a time stay small.
+        return self._model.embed(texts, batch_size=WORDLLAMA_BATCH).tolist() if texts else []
+
+
+WORDLLAMA_BATCH = 4
 
 
 class E5Embedder:

@@ -151,3 +151,26 @@ def test_the_ranker_embeds_the_question_with_embed_queries_where_there_is_one(me
     embedder.calls.clear()
     VectorRanker(embedder).rank(memory.db, parse("postgres please"), Window(as_of=memory.now()), 3)
     assert embedder.calls == [("query" if queries else "passage", ["postgres please"])]
+
+
+def test_wordllama_embeds_a_batch_of_long_turns_in_little_memory():
+    """Issue 30: 64 turns of 20,000 characters made WordLlama hold 64 × their tokens × 256
+    floats at once (1.16 GB for `memctl embed`); a few at a time it stays small."""
+    import random
+    import tracemalloc
+
+    pytest.importorskip("wordllama")
+    from memctl.embeddings import WordLlamaEmbedder
+
+    embedder = WordLlamaEmbedder()
+    rng = random.Random(3)
+    words = ["billing", "postgres", "deploy", "cluster", "retry", "consumer", "vite", "dashboard", "incident"]
+    texts = [" ".join(rng.choice(words) + str(rng.randrange(999)) for _ in range(2500))[:20_000] for _ in range(64)]
+    tracemalloc.start()
+    try:
+        vectors = embedder.embed(texts)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(vectors) == 64 and len(vectors[0]) == 256
+    assert peak < 300 * 2**20, f"{peak / 2**20:.0f} MB"
