@@ -682,6 +682,7 @@ class SessionBaseline:
     def __init__(self, memory: Memory, root: Path):
         from retrieval import evaluate
 
+        root = root.resolve()  # stored sources are resolved paths
         self.match = evaluate.match_expression
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE sessions USING fts5(source UNINDEXED, content)")

@@ -571,3 +571,17 @@ def test_every_real_episode_is_labelled_and_the_rules_benchmark_runs():
         assert 0 < result[name]["correct"] <= result[name]["produced"]
         assert result[name]["precision"] == round(result[name]["correct"] / result[name]["produced"], 3)
     assert result["generated"]["sessions"] == 3 and result["rules_targets"]["precision_min"] == 0.9
+
+
+@needs_realdata
+def test_the_real_logs_read_alike_through_a_link(tmp_path):
+    """Issue 30: with ../shared a symbolic link, the stored (resolved) paths were not
+    under the root the benchmark was given, and reading them raised ValueError."""
+    from scripts.rules_eval import evaluate
+
+    link = tmp_path / "realdata"
+    link.symlink_to(REALDATA, target_is_directory=True)
+    folder = sorted(p for p in REALDATA.iterdir() if p.is_dir())[0]
+    through_link = [key for key, _, _ in evaluate.episodes(link, [link / folder.name])]
+    direct = [key for key, _, _ in evaluate.episodes(REALDATA, [folder])]
+    assert through_link == direct and direct

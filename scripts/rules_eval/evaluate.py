@@ -75,6 +75,7 @@ def episodes(root: Path, paths: list[Path]) -> Iterator[tuple[tuple[str, int], s
     from memctl.model import Episode
     from memctl.sources import IngestOptions, detect_format, files_under, parse
 
+    root = root.resolve()  # the files come resolved: a root reached through a link (../shared) must be too
     for path in files_under(paths):
         fmt = detect_format(path)
         if fmt is None:
