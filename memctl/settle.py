@@ -30,7 +30,7 @@ def settle(db: Database, clock: Clock, target: str, keep: str, *, apply: bool = 
     with tentative(db) as decision:
         at = transaction_time(db, clock)
         group = _open_group(db, target, at)
-        values = names_of(db, group)
+        values = _names_of(db, group)
         kept = [object_id for object_id, name in values.items() if names.entity_key(name) == names.entity_key(keep)]
         if not kept:
             raise BadInput(f"must be one of the values of {group.id} ({', '.join(values.values())}), got {keep!r}",
@@ -54,6 +54,8 @@ def settle(db: Database, clock: Clock, target: str, keep: str, *, apply: bool = 
 
 def _open_group(db: Database, target: str, at: str) -> conflicts.Group:
     """The open conflict group whose id is or starts with ``target``, at ``at``."""
+    if not target.strip():  # "" starts every id: it names none
+        raise BadInput("name the conflict by its id (or a prefix of it), not an empty string")
     if not target.startswith("cf_") and not "cf_".startswith(target):
         target = f"cf_{target}"
     found = [group for groups in conflicts.groups_of_slots(db, store.rival_slots(db, None), as_of=at,
@@ -66,7 +68,7 @@ def _open_group(db: Database, target: str, at: str) -> conflicts.Group:
     return found[0]
 
 
-def names_of(db: Database, group: conflicts.Group) -> dict[int, str]:
+def _names_of(db: Database, group: conflicts.Group) -> dict[int, str]:
     """The group's values, by entity id, with their names as shown."""
     from memctl.store.reads import entity_names
 

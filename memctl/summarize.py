@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memctl import summary, times
 from memctl.errors import LLMUnavailable, NoModel
@@ -104,40 +104,50 @@ def _entity_pass(db: Database, clock: Clock, summarizer: Summarizer | None, coun
     if not asks:
         return
     assert summarizer is not None
-    written: list[tuple[int, str, str, summary.Reason]] = []
-    owed: list[tuple[int, str]] = []
-    from memctl.extract.llm import CallFailed
-
-    for n, (subject_id, facts_hash, reason) in enumerate(asks):
-        try:
-            text = summarizer.write(*material[subject_id])
-            counts.calls += 1
-        except (LLMUnavailable, CallFailed) as error:
-            if isinstance(error, CallFailed) and error.refused:  # this request only (too long, say)
-                counts.calls += 1
-                owed.append((subject_id, "failed"))
-                counts.skip("failed")
-                continue
-            # The endpoint is down (its retries spent) or unusable, or no model is named (a
-            # key exported for something else, a structured import): the rest are owed too.
-            why = "no_model" if isinstance(error, NoModel) else "unavailable"
-            if why == "unavailable":
-                counts.unavailable = str(error)
-            owed += [(s, why) for s, _, _ in asks[n:]]
-            counts.skip(why, len(asks) - n)
-            break
-        written.append((subject_id, facts_hash, text, reason))
+    written, owed = _calls(asks, lambda ask: summarizer.write(*material[ask[0]]), counts, counts.skip)
     with write_transaction(db):
         at = transaction_time(db, clock)
-        for subject_id, facts_hash, text, reason in written:
+        for (subject_id, facts_hash, reason), text in written:
             if summary.facts_hash(store.fact_rows(db, subject_id, None)) != facts_hash:
                 counts.skip("changed_meanwhile")  # its gate row is dirty again: the next pass decides
                 continue
             store.write(db, subject_id, facts_hash, text, summarizer.name, reason, at)
             store.settled(db, subject_id, at)
             counts.refresh(reason)
-        for subject_id, why in owed:
+        for (subject_id, _, _), why in owed:
             store.owe(db, subject_id, why)
+
+
+T = TypeVar("T")
+
+
+def _calls(asks: list[T], call: Callable[[T], str], counts: SummaryCounts,
+           skip: Callable[[str, int], None]) -> tuple[list[tuple[T, str]], list[tuple[T, str]]]:
+    """One model call for each of ``asks``, in order: those written (with their text), and
+    those owed (with why). A request the endpoint refuses (too long, say) is owed alone
+    (``failed``); an endpoint that is down (its retries spent) or unusable, or no model
+    named (a key exported for something else, a structured import), owes the rest too."""
+    from memctl.extract.llm import CallFailed
+
+    written: list[tuple[T, str]] = []
+    owed: list[tuple[T, str]] = []
+    for n, ask in enumerate(asks):
+        try:
+            written.append((ask, call(ask)))
+            counts.calls += 1
+        except (LLMUnavailable, CallFailed) as error:
+            if isinstance(error, CallFailed) and error.refused:
+                counts.calls += 1
+                owed.append((ask, "failed"))
+                skip("failed", 1)
+                continue
+            why = "no_model" if isinstance(error, NoModel) else "unavailable"
+            if why == "unavailable":
+                counts.unavailable = str(error)
+            owed += [(rest, why) for rest in asks[n:]]
+            skip(why, len(asks) - n)
+            break
+    return written, owed
 
 
 def session_pass(db: Database, clock: Clock, summarizer: Summarizer, sessions: list[str],
@@ -161,29 +171,14 @@ def session_pass(db: Database, clock: Clock, summarizer: Summarizer, sessions: l
             counts.skip_session("live")
         else:
             asks.append((session, turns_hash, turns))
-    from memctl.extract.llm import CallFailed
-
-    written = []
-    for n, (session, turns_hash, turns) in enumerate(asks):
-        try:
-            text = summarizer.write_session(session, _session_material(turns))
-            counts.calls += 1
-        except (LLMUnavailable, CallFailed) as error:
-            if isinstance(error, CallFailed) and error.refused:
-                counts.calls += 1
-                counts.skip_session("failed")
-                continue
-            why = "no_model" if isinstance(error, NoModel) else "unavailable"
-            if why == "unavailable":
-                counts.unavailable = str(error)
-            counts.skip_session(why, len(asks) - n)
-            break
-        written.append((session, turns_hash, text, [turn[0] for turn in turns]))
+    written, _ = _calls(asks, lambda ask: summarizer.write_session(ask[0], _session_material(ask[2])), counts,
+                        counts.skip_session)  # one owed is asked again when its session changes, or by `memctl summarize`
     if written:
         with write_transaction(db):
             at = transaction_time(db, clock)
-            for session, turns_hash, text, episode_ids in written:
-                store.write_session_summary(db, session, turns_hash, text, summarizer.name, episode_ids, at)
+            for (session, turns_hash, turns), text in written:
+                store.write_session_summary(db, session, turns_hash, text, summarizer.name,
+                                            [turn[0] for turn in turns], at)
                 counts.sessions_written += 1
 
 
