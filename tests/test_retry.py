@@ -238,3 +238,36 @@ def test_retry_dry_run_shows_the_swap_and_writes_nothing(ingested):
     assert memory.db.execute("SELECT count(*) FROM assertions").fetchone()[0] == 1
     done = memory.retry([episode], Says(clock, "Postgres"))
     assert done["applied"] and objects(memory) == ["Postgres"]
+
+
+@pytest.mark.parametrize("reply", [
+    {"entities": [], "assertions": []},  # nothing at all
+    {"entities": [], "assertions": [{"subject": "billing"}] * 200},  # junk: no item stands
+    {"entities": [], "assertions": [{"subject": "billing", "predicate": "uses", "object": "Oracle", "fact": "x",
+                                      "cardinality": "one", "valid_at": "not a date"}]},
+])
+def test_a_reply_with_nothing_that_stands_keeps_what_the_episode_had(ingested, cli, reply):
+    """Issue 31, item 1: a retry whose reply parses but yields no assertion that stands
+    left an episode's facts at 0 and exited 0. It keeps the old ones, counts the episode
+    failed (for `retry --failed`), and exits 1."""
+    import json
+
+    import httpx2
+
+    from memctl.extract.llm import LLMExtractor, make_client
+    from tests.fake_llm import API_KEY, completion
+
+    memory, clock = ingested
+    [episode] = [e.id for e in memory.episodes()]
+    before = current_facts(memory)
+
+    def junk(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=completion(json.dumps(reply)))
+
+    client = make_client(api_key=API_KEY, base_url="http://llm.test/v1",
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(junk)))
+    result = memory.retry([episode], LLMExtractor(client, "junk", clock, max_retries=0))
+    assert (result.failed, result.episodes, result.applied) == ([episode], [], False)
+    assert "no assertion that stands" in result.first_failure
+    assert current_facts(memory) == before and objects(memory) == ["MySQL"]
+    assert memory.show(episode)["extraction"] == "done"  # as it was: left exactly alone

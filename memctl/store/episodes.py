@@ -644,6 +644,15 @@ def stored_texts(db: Database, episode_ids: list[str]) -> list[StoredText]:
     return [StoredText(*row) for row in sorted(rows, key=lambda row: (row[2], row[0]))]
 
 
+def active_assertion_counts(db: Database, episode_ids: list[str]) -> dict[str, int]:
+    """How many active assertions each of these episodes has (those with none are left out)."""
+    found: dict[str, int] = {}
+    for chunk, marks in in_chunks(episode_ids):
+        found.update(db.execute(f"""SELECT episode_id, count(*) FROM assertions WHERE expired_at IS NULL
+                                    AND episode_id IN ({marks}) GROUP BY episode_id""", chunk).fetchall())
+    return found
+
+
 def active_ids(db: Database, episode_ids: list[str], *, extracted: bool = False) -> set[str]:
     """The active episodes among these; with ``extracted``, only those whose extraction
     is not pending (done, failed or structured), which an ingest does not extract again."""
