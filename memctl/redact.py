@@ -206,11 +206,13 @@ def _said(kind: str, triggers: tuple[str, ...], words: str, shortest: int) -> _R
 
 _SHAPES = [
     # The block to its END line, whatever its armour headers hold; cut short (a truncated
-    # paste), to the end of its base64. A BEGIN line alone (a constant in a parser) has no
-    # body and is no key.
+    # paste, a model's reply cut at its token limit), its armour headers ("Comment: …", any
+    # characters to the line's end) and then its base64 to the end. A BEGIN line alone (a
+    # constant in a parser) has no body and is no key.
     _shape("private_key", ("private key",),
            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-           r"(?:[\s\S]{40,12000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:[\w+/=\s:,.\-]|\\[nr]){40,})",
+           r"(?:[\s\S]{40,12000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+           r"|(?:\s|\\[nr])*(?:[A-Za-z][\w-]*: [^\n\\]*(?:\n|\\n))*(?:[\w+/=\s:,.\-]|\\[nr]){40,})",
            alone=False),
     _shape("anthropic_key", ("sk-ant-",), r"sk-ant-[a-z]{2,6}\d{2}-[\w\-]{20,}"),
     _shape("openai_key", ("sk-",), r"sk-(?:proj-|svcacct-|admin-)?[\w\-]{20,}", check=_random),

@@ -309,3 +309,43 @@ def test_a_purge_a_reader_keeps_from_erasing_says_so_and_the_last_close_erases_i
     reader.execute("COMMIT")
     reader.close()
     assert run.code == 1 and run.err.count("\n") == 1 and "purged, but not yet erased from the file" in run.err
+
+
+def test_a_secret_in_a_model_reply_is_never_stored_or_cached(tmp_path):
+    """Issue 31, item 4: a model repeats secrets it was shown (or makes up their likes) in
+    subjects, objects and sentences; 55 of 55 planted were stored, in assertions, facts,
+    the facts index and the reply cache. Each reply is redacted before any of it is kept."""
+    import json
+
+    import httpx2
+
+    from memctl.extract.llm import LLMExtractor, make_client
+    from memctl.store.cache import ResponseCache
+    from tests.fake_llm import completion
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        # As a model writes them: what it quotes, with what says what it is (a bare random
+        # string is no secret to anyone who reads it, and is left alone)
+        assertions = [{"subject": "deploy bot", "predicate": "uses", "object": plant.text[:200],
+                       "fact": f"The deploy bot was given this: {plant.text}", "cardinality": "many",
+                       "valid_at": "2024-05-01T10:00:00Z", "valid_at_evidence": "reference"} for plant in PLANTS]
+        assertions.append({"subject": plant_subject, "predicate": "owns", "object": "staging", "fact": "x",
+                           "cardinality": "one", "valid_at": "2024-05-01T10:00:00Z", "valid_at_evidence": "reference"})
+        return httpx2.Response(200, json=completion(json.dumps({"entities": [], "assertions": assertions})))
+
+    # a secret as an entity's name: a private key, which its shape says is one
+    plant_subject = next(plant.text for plant in PLANTS if plant.kind == "private_key")
+    db = tmp_path / "m.db"
+    memory = Memory.open(db, FakeClock())
+    chat = write_jsonl(tmp_path / "chat.jsonl", [{"role": "user", "content": "Set up the deploy bot.",
+                                                  "timestamp": "2024-05-01T10:00:00Z"}])
+    client = make_client(api_key=API_KEY, base_url="http://llm.test/v1",
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    extractor = LLMExtractor(client, "leaky", memory.clock, ResponseCache(memory.db, memory.now), max_retries=0)
+    report = memory.ingest([chat], IngestOptions(), extractor=extractor)
+    assert report.assertions > len(PLANTS) // 2, (report.first_failure, report.dropped[:3])  # kept, its secrets not
+    memory.close()
+    assert_nothing_stored(db)
+    with sqlite3.connect(db) as conn:
+        cached = "".join(row[0] for row in conn.execute("SELECT response FROM llm_cache"))
+        assert cached and "[REDACTED:" in cached and leaks(cached.encode(), SECRETS) == []

@@ -236,6 +236,33 @@ def unwrap(text: str) -> str:
     return body[start:end + 1] if 0 <= start < end else body
 
 
+def redacted_reply(text: str) -> str:
+    """A reply with every secret in it replaced, before anything of it is read, cached or
+    sent back: a model repeats what it was shown (a key in the context, a password in a
+    quoted log) in a subject, an object or a sentence, and made-up ones look alike. Each
+    string of a JSON reply is redacted on its own, so no rule reaches across its quotes;
+    a reply that is no JSON is redacted as text (it fails as a reply anyway)."""
+    from memctl.redact import could_hold_secret, redact
+
+    if not could_hold_secret(text):  # most replies: a cheap test of each rule's substrings
+        return text
+    try:
+        data = json.loads(unwrap(text))
+    except ValueError:
+        return redact(text)[0]
+
+    def each(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value)[0]
+        if isinstance(value, list):
+            return [each(item) for item in value]
+        if isinstance(value, dict):
+            return {key: each(item) for key, item in value.items()}
+        return value
+
+    return json.dumps(each(data), ensure_ascii=False)
+
+
 def _date(value: str | None, evidence: str | None, precision: str | None, where: str, errors: list[str]):
     """(storage form, evidence, precision) of one reported date, or errors."""
     if value is None:
@@ -704,7 +731,7 @@ class LLMExtractor:
         except LLMUnavailable as error:
             raise run.fail(error) from None
         self._count(response, tally)
-        return self._text(response)
+        return redacted_reply(self._text(response))
 
     @staticmethod
     def _count(response: Any, tally: _Tally) -> None:
