@@ -113,7 +113,10 @@ _SYMBOLS = frozenset("!@#$%^&*+=?~|<>/\\")
 
 def _made_up(value: str) -> bool:
     """A password a person chose rather than a word of the sentence: letters with digits,
-    or letters with a symbol (``P@ssw0rd``, ``Tr0ub4dor&3``; not ``e-mailed``)."""
+    or letters with a symbol (``P@ssw0rd``, ``Tr0ub4dor&3``; not ``e-mailed``, nor a word in
+    markdown's emphasis, ``**Password Protection**``)."""
+    if value.strip("*_").isalpha():
+        return False
     return _random(value) or (any(c.isalpha() for c in value) and any(c in _SYMBOLS for c in value)
                               and len(value) >= 8)
 
@@ -199,7 +202,7 @@ def _said(kind: str, triggers: tuple[str, ...], words: str, shortest: int) -> _R
     return _place(kind, triggers,
                   rf"\b(?<!/)(?:{words})(?:(?:\s+(?:for|of|to|on)\s+[^\n.,;:!?\"'`]{{1,40}}?)?"
                   rf"(?:\s+(?:(?:is|was|will\s+be|would\s+be|has\s+been|had\s+been)(?:\s+{_SET_TO})?|{_SET_TO}|to|=)"
-                  r"|'s):?\s+(?:now\s+|still\s+)?|\s+)[\"'`]?"
+                  r"|'s):?\s+(?:now\s+|still\s+)?|\s*:\s+|\s+)[\"'`]?"
                   rf"(?P<secret>[^\s\"'`]{{{shortest},}}?)[\"'`]?(?=[.,;:!?)]*(?:\s|\Z))", check=_made_up,
                   case_blind=True, quoted_counts=True)
 
@@ -304,10 +307,14 @@ _PLACES = [
                                    + _VALUE),
     _place("password", ("redis-cli", "sshpass"), r"(?:redis-cli\b[^\n]*?\s-a|sshpass\s+-p)\s*" + _VALUE),
     _place("password", ("machine",), r"machine\s+\S+\s+login\s+\S+\s+password\s+(?P<secret>\S+)"),
+    # A Google service account's key id, beside its private key in the same JSON
+    _place("private_key_id", ("private_key_id",), r"private_key_id[\"']?\s*[:=]\s*[\"']?(?P<secret>[a-f0-9]{40})\b",
+           case_blind=True),
     # Said in a sentence: "the staging password is Tr0ub4dor&3.", "the password for the admin
     # account was hunter22", "log in with password hunter22", "the API key is 3f9a…". Not
     # "token": logs say "token usage", "token colours", "Token <code>" (19 in the real logs).
-    _said("password", ("password", "passphrase", "passcode", "passwd"), r"password|passphrase|passcode|passwd", 6),
+    _said("password", ("password", "passphrase", "passcode", "passwd", "pw"), r"password|passphrase|passcode|passwd|pw",
+          6),
     _said("api_key", ("api key", "api-key", "apikey"), r"api[ \-]?key", 12),
 ]
 

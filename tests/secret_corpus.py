@@ -215,6 +215,12 @@ def plants(seed: int = 13) -> list[Plant]:
     add("said_possessive", "password", "fyi the vpn password's ", d.password(), ", don't share it",
         kept="the vpn password's ")
     add("said_passwd", "password", "try passwd ", d.password(), " for the staging box", kept="try passwd ")
+    # issue 31: "pw:" in prose, a colon before a value a sentence goes on after, a Google key id
+    add("said_pw", "password", "login is admin, pw: ", d.password(), kept="login is admin, pw: ")
+    add("said_colon_in_prose", "password", "The admin password: ", d.token(4) + "-" + d.token(5) + "-" + d.token(5),
+        " is in the vault", kept="The admin password: ")
+    add("gcp_private_key_id", "private_key_id", '{"type": "service_account", "private_key_id": "', d.token(40, HEX),
+        '", "client_email": "ci@acme.iam.gserviceaccount.com"}', kept='"private_key_id": "')
     return out
 
 

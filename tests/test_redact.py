@@ -234,3 +234,20 @@ def test_the_real_logs_give_at_most_one_false_positive():
     every redaction in them is a false positive. The issue allows one; the README lists them."""
     found = [(what, where, kinds) for what, where, _, kinds in _real_texts() if kinds]
     assert len(found) <= 1, found
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # issue 31, item 6: markdown's emphasis around words is no password
+    ("**Password Protection**: use a manager", "**Password Protection**: use a manager"),
+    ("**Use a password manager**: it fills them in", "**Use a password manager**: it fills them in"),
+    # item 5: "pw:", and a colon before a value the sentence goes on after
+    ("login is admin, pw: wCgjR512&IccU", "login is admin, pw: [REDACTED:password]"),
+    ("The admin password: Xq9-vBn27-LmQz3 is in the vault.", "The admin password: [REDACTED:password] is in the vault."),
+    ("the upward trend, pwned", "the upward trend, pwned"),
+    # a private key cut short after its armour headers (a model's reply cut at its limit)
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\nComment: \"ci (2024)!\"\n\nQkS5rHvgeThmf25qT+Okau3l"
+     "+nnQkS5rHvgeThmf25qT+Okau3l+nn", "[REDACTED:private_key]"),
+    ("the file starts with -----BEGIN PRIVATE KEY----- and then its body", None),
+])
+def test_the_harder_kinds_and_the_prose_that_only_talks_of_them(text, expected):
+    assert redact(text)[0] == (text if expected is None else expected)
