@@ -271,3 +271,42 @@ def test_a_reply_with_nothing_that_stands_keeps_what_the_episode_had(ingested, c
     assert "no assertion that stands" in result.first_failure
     assert current_facts(memory) == before and objects(memory) == ["MySQL"]
     assert memory.show(episode)["extraction"] == "done"  # as it was: left exactly alone
+
+
+@pytest.mark.parametrize("runaway", ["words", "items"])
+def test_a_runaway_reply_fails_its_episode_and_is_kept_nowhere(tmp_path, runaway):
+    """Issue 31, item 11: three 13.6 MB replies made a 49 MB store, exit 0, the episodes
+    done and out of `retry --failed`'s reach. Past a reply's size or assertion count the
+    episode fails, nothing of the reply is cached, and `retry --failed` takes it."""
+    import json
+
+    import httpx2
+
+    from memctl.extract.llm import LLMExtractor, make_client
+    from tests.fake_llm import API_KEY, completion
+
+    item = {"subject": "billing", "predicate": "uses", "object": "Kafka", "fact": "billing uses Kafka",
+            "cardinality": "many", "valid_at": "2024-03-01T10:00:00Z", "valid_at_evidence": "reference"}
+    # A well-formed reply either way: a sentence of a megabyte, or 20,000 items
+    body = json.dumps({"entities": [], "assertions": [{**item, "fact": "billing uses Kafka " * 60_000}]}
+                      if runaway == "words" else {"entities": [], "assertions": [item] * 20_000})
+
+    def runaway_model(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=completion(body))
+
+    clock = FakeClock("2026-11-21T10:00:00Z")
+    memory = Memory.open(tmp_path / "m.db", clock)
+    chat = write_jsonl(tmp_path / "chat.jsonl", [{"role": "user", "content": "Billing uses Kafka.",
+                                                  "timestamp": "2024-03-01T10:00:00Z"}])
+    from memctl.store.cache import ResponseCache
+
+    client = make_client(api_key=API_KEY, base_url="http://llm.test/v1",
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(runaway_model)))
+    extractor = LLMExtractor(client, "runaway", clock, ResponseCache(memory.db, memory.now), max_retries=0)
+    report = memory.ingest([chat], IngestOptions(), extractor=extractor)
+    assert report.extraction_failures == 1 and report.partial
+    [episode] = [e.id for e in memory.episodes()]
+    assert memory.show(episode)["extraction"] == "failed"
+    assert memory.db.execute("SELECT count(*) FROM llm_cache").fetchone()[0] == 0
+    retried = memory.retry([], Says(clock, "Kafka"), failed=True)
+    assert retried.episodes == [episode] and objects(memory) == ["Kafka"]

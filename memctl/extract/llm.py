@@ -218,6 +218,11 @@ class Reply:
 _THINKING_END = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
 _FENCE = re.compile(r"```[\w-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 _MAX_ERRORS = 12
+# A reply's most: one episode is at most 20,000 characters, and what it says fits in far
+# fewer assertions; a model that runs away (13.6 MB replies, 20k junk items) fails the
+# episode, which `retry --failed` takes again, rather than fill the cache and the store.
+MAX_REPLY_CHARS = 200_000
+MAX_ASSERTIONS = 200
 
 
 def unwrap_text(text: str) -> str:
@@ -300,6 +305,9 @@ def parse_reply(text: str, *, extractor: str, extracted_at: str, episode: str, r
         reply = _Reply.model_validate(data)
     except ValidationError as error:
         raise InvalidReply("\n".join(validation_messages(error)[:_MAX_ERRORS])) from None
+    if len(reply.assertions) > MAX_ASSERTIONS:
+        raise InvalidReply(f"the reply has {len(reply.assertions)} assertions; give at most {MAX_ASSERTIONS}, "
+                           "the ones the text states")
 
     if stated is None:
         stated = stated_dates(episode, reference_time)
@@ -731,7 +739,11 @@ class LLMExtractor:
         except LLMUnavailable as error:
             raise run.fail(error) from None
         self._count(response, tally)
-        return redacted_reply(self._text(response))
+        text = self._text(response)
+        if len(text) > MAX_REPLY_CHARS:  # not read, not cached, not sent back: the episode fails
+            raise CallFailed(f"the model's reply ran to {len(text):,} characters, over the {MAX_REPLY_CHARS:,} a reply "
+                             "may have")
+        return redacted_reply(text)
 
     @staticmethod
     def _count(response: Any, tally: _Tally) -> None:
