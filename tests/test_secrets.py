@@ -349,3 +349,36 @@ def test_a_secret_in_a_model_reply_is_never_stored_or_cached(tmp_path):
     with sqlite3.connect(db) as conn:
         cached = "".join(row[0] for row in conn.execute("SELECT response FROM llm_cache"))
         assert cached and "[REDACTED:" in cached and leaks(cached.encode(), SECRETS) == []
+
+
+def test_a_purge_beside_an_open_read_never_makes_another_writer_fail(db_path, tmp_path, monkeypatch):
+    """Issue 31, item 3: with another process holding a read transaction, the purge's
+    checkpoint waited out the whole busy timeout holding the write lock, and a writer
+    beside it failed. It now waits a moment, says the pages are not yet erased, and lets
+    the writer in."""
+    import threading
+    import time
+
+    chat = write_jsonl(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "the quokkazumbrella plan", "timestamp": "2024-05-01T10:00:00Z"}])
+    purger = Memory.open(db_path, FakeClock())
+    purger.ingest([chat], IngestOptions())
+    doomed = [e.id for e in purger.episodes()]
+    reader = sqlite3.connect(db_path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM episodes").fetchone()
+    monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 5_000)  # the other writer's patience, short of the old wait
+    writer = Memory.open(db_path, FakeClock())
+    writer.stats()
+    plans = []
+    purge = threading.Thread(target=lambda: plans.append(purger.undo(doomed, apply=True, purge=True)))
+    purge.start()
+    time.sleep(0.5)  # the purge is done and checkpointing, beside the reader
+    added = writer.add_memory("billing uses postgres", reference_time="2024-05-02T10:00:00Z")
+    purge.join()
+    assert added.episode_id and plans[0].applied and plans[0].unerased is not None
+    reader.execute("COMMIT")
+    reader.close()
+    writer.close()
+    purger.close()
+    assert b"quokkazumbrella" not in file_bytes(db_path)

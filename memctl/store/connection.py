@@ -251,12 +251,22 @@ def write_transaction(db: Database) -> Iterator[Database]:
         db.conn.execute("COMMIT")
 
 
+# How long a checkpoint waits for readers of an older snapshot. It holds the write lock
+# while it waits, so every other writer waits too: with the busy timeout a reader that
+# kept a transaction open made a writer beside a purge fail at 60 s.
+CHECKPOINT_WAIT_MS = 2_000
+
+
 def checkpoint(db: Database) -> bool:
     """Copy the write-ahead log into the database file and empty it: after a purge, the
     log's older frames still hold the pages as they were before it. False when a reader
-    (another process) still held an older snapshot after the busy timeout, and the log
-    could not be emptied."""
-    busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    (another process) still held an older snapshot after CHECKPOINT_WAIT_MS, and the log
+    could not be emptied (the last connection to close empties it)."""
+    db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+    try:
+        busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return not busy
 
 
