@@ -157,8 +157,9 @@ def read_sources(
 ) -> Iterator[Episode]:
     """Every episode of every file, streaming; what was skipped or refused goes in ``report``.
 
-    Structured ``facts`` files are checked whole before anything is read for storing:
-    their bad input refuses the command (BadInput). Session logs are
+    Structured ``facts`` files are checked whole before anything is read for storing: a
+    bad one is refused whole (``refused``) while the others go on, and one named alone
+    refuses the command (BadInput). Session logs are
     forgiving: a bad line is skipped and reported, an unreadable file refused, and
     the other files go on.
     """
@@ -182,19 +183,30 @@ def read_sources(
     # while they are few.
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY_BYTES) as spool:
         checked: dict[Path, int] = {}
+        bad: set[Path] = set()
         for path, fmt in files:
             if fmt is None:
                 report.unrecognised.append(str(path))
             elif fmt == "facts":
                 from memctl.sources import facts
 
-                checked[path] = facts.check(path, options, spool)
+                before = spool.tell()
+                try:
+                    checked[path] = facts.check(path, options, spool)
+                except BadInput as error:
+                    if len(files) == 1:
+                        raise  # the one file named is bad input: nothing is stored, exit 2
+                    # One bad facts file among others is refused whole; the others go on.
+                    spool.seek(before)
+                    spool.truncate()
+                    bad.add(path)
+                    report.refused.append(f"{path}: not stored: {error}")
         spool.seek(0)
         episodes_read = 0
         for path, fmt in files:
             if on_file is not None:
                 on_file(path, episodes_read)
-            if fmt is None:
+            if fmt is None or path in bad:
                 continue
             report.formats[fmt] = report.formats.get(fmt, 0) + 1
             if fmt == "aider":
@@ -232,7 +244,8 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
     as bad input (``bad_input``: a malformed line or a refused file, exit 1).
     """
     not_files: list[str] = []
-    for path in files_under(paths, not_files):
+    files = files_under(paths, not_files)
+    for path in files:
         fmt = None if (refused := cannot_read(path)) else format_of(path, options)
         if refused or (fmt is not None and (refused := binary_content(path))):
             yield _skipped_row(path, fmt, refused, bad_input=True)
@@ -256,6 +269,10 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
                            "skipped_reason": None, "bad_input": False}
         except FileRefused as error:
             yield _skipped_row(path, fmt, str(error), bad_input=True)
+        except BadInput as error:  # a bad facts file: refused whole among others, as the real run does
+            if len(files) == 1:
+                raise
+            yield _skipped_row(path, fmt, f"not stored: {error}", bad_input=True)
     for line in not_files:
         yield _skipped_row(Path(line.split(": ")[0]), None, line, bad_input=True)
 

@@ -208,10 +208,14 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, db_path, tmp_path,
     bad = tmp_path / "b.jsonl"
     bad.write_text(content)
     another = write_jsonl(tmp_path / "c.jsonl", [line("2024-03-01", fact("z", "uses", "w"))])
-    run = cli("ingest", another, bad, "--format", "facts")  # c.jsonl is fine but must not be half-ingested
-    assert run.code == 2, run.err
-    assert len(run.err.strip().splitlines()) == 1 and message in run.err and "Traceback" not in run.err
+    alone = cli("ingest", bad, "--format", "facts")  # named alone: bad input, nothing stored
+    assert alone.code == 2, alone.err
+    assert len(alone.err.strip().splitlines()) == 1 and message in alone.err and "Traceback" not in alone.err
     assert table_counts(db_path) == counts
+    # Beside another (issue 31): the bad one is refused whole, the good one stored whole, exit 1
+    run = cli("ingest", another, bad, "--format", "facts")
+    assert run.code == 1 and len(run.err.strip().splitlines()) == 1 and message in run.err and "b.jsonl" in run.err
+    assert [e["source"] for e in cli("episodes", "--json").json()] == [str(good), str(another)]
 
 
 def test_a_facts_file_is_stored_as_it_was_checked_even_if_it_grows_meanwhile(memory, tmp_path):

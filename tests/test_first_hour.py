@@ -254,3 +254,19 @@ def test_backup_path_and_the_views_a_browser_reads(cli, db_path, tmp_path):
         held = conn.execute("SELECT subject, predicate, object, valid_at FROM facts_held WHERE object = 'Postgres'").fetchall()
         assert held == [("billing", "primary_database", "Postgres", "2024-04-02T00:00:00.000000Z")]
         assert conn.execute("SELECT count(*) FROM facts_named").fetchone()[0] >= len(held)
+
+
+def test_one_bad_facts_file_is_refused_and_the_folder_goes_on(cli, tmp_path):
+    """Issue 31, item 7: a JSONL whose first record has a facts key is read as the facts
+    format, and one bad line there refused every file of the folder (exit 2, 0 episodes)."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "team.facts.jsonl").write_text(FIXTURE.read_text())
+    (folder / "bad.jsonl").write_text('{"reference_time": "2024-01-01", "facts": []}\nnot json\n')
+    claude_code_session(folder / "session.jsonl", "Set up the staging cluster.")
+    for dry in ([], ["--dry-run"]):
+        run = cli("ingest", folder, *dry)
+        assert run.code == 1 and "bad.jsonl" in run.err + run.out, (dry, run.err)
+    assert len(cli("episodes", "--json").json()) == 6  # the five facts lines and the session's turn
+    alone = cli("ingest", folder / "bad.jsonl")
+    assert alone.code == 2 and "bad.jsonl:2" in alone.err
