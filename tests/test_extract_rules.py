@@ -585,3 +585,13 @@ def test_the_real_logs_read_alike_through_a_link(tmp_path):
     through_link = [key for key, _, _ in evaluate.episodes(link, [link / folder.name])]
     direct = [key for key, _, _ in evaluate.episodes(REALDATA, [folder])]
     assert through_link == direct and direct
+
+
+def test_a_value_said_again_at_one_instant_is_the_one_that_stands(memory, clock):
+    """Issue 31, item 12: "A, B, A" stated at one instant came out as B: the rules kept the
+    first of a repeated statement, so B was the last said."""
+    from memctl.extract.rules import RulesExtractor
+
+    memory.add_memory("I live in Oslo. Then I live in Bergen. I live in Oslo.", reference_time="2024-05-01T10:00:00Z",
+                      extractor=RulesExtractor(clock))
+    assert [(f.predicate, f.object) for f in memory.facts()] == [("lives in", "Oslo")]

@@ -1107,11 +1107,12 @@ class _Dated(TypedDict, total=False):
 
 
 def extract_text(text: str, reference_time: str, extracted_at: str) -> list[Assertion]:
-    """Every assertion the rules find in an episode's text, in sentence order, without duplicates."""
+    """Every assertion the rules find in an episode's text, in sentence order, without
+    duplicates: one said twice stands where it was said last ("A, then B, then A again"
+    at one instant is A: the last said wins there, ``resolve.last_said_at_each_instant``)."""
     reference = times.parse_instant(reference_time, what="reference time").at
     reference_stored = times.to_storage(reference)
-    found: list[Assertion] = []
-    seen: set[tuple] = set()
+    found: dict[tuple, Assertion] = {}
     for _speaker, fact, _kind, said, date in _matches(text, reference):
         when = date.at if date else reference_stored
         evidence: Evidence = date.evidence if date else "reference"
@@ -1129,10 +1130,9 @@ def extract_text(text: str, reference_time: str, extracted_at: str) -> list[Asse
                 continue
             key = (names.entity_key(assertion.subject), assertion.predicate, names.entity_key(assertion.object),
                    assertion.valid_at, assertion.invalid_at)
-            if key not in seen:
-                seen.add(key)
-                found.append(assertion)
-    return found
+            found.pop(key, None)
+            found[key] = assertion
+    return list(found.values())
 
 
 # a parenthetical aside: left out of its sentence ("switched from SSH (git@…) to HTTPS"), and
