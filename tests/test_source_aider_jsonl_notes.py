@@ -475,3 +475,21 @@ def test_big_note_is_one_cut_episode(tmp_path):
     assert head.startswith("User: line 0 of the note\n") and head.endswith(" of the note")
     assert marker and tail.endswith("line 29999 of the note")
     assert tail.startswith(f"{episode.cut_chars} characters]\nline ")
+
+
+def test_an_aider_history_with_a_bom_or_a_bad_byte_keeps_its_sessions(tmp_path):
+    """Issue 31, item 8: a byte-order mark before the first header, or a byte that is not
+    UTF-8 in it, lost the whole session (every turn "no reference time")."""
+    from memctl.sources import Notice
+
+    text = "# aider chat started at 2024-03-01 10:00:00\n\n#### set up the staging cluster  \n\ndone\n"
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    episodes, skipped = run(path, tz="UTC")
+    assert [e.reference_time for e in episodes] == [z("2024-03-01 10:00:00")] and skipped == []
+    path.write_bytes(text.replace("staging", "stäging").encode("latin-1"))  # a byte an old editor wrote
+    items = list(parse(path, IngestOptions(tz="UTC")))
+    [notice] = [i for i in items if isinstance(i, Notice)]
+    assert "not UTF-8 (byte 63)" in notice.text
+    [episode] = [i for i in items if isinstance(i, Episode)]
+    assert episode.reference_time == z("2024-03-01 10:00:00") and "stäging" in episode.content
