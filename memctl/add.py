@@ -101,6 +101,10 @@ def _episode(db: Database, clock: Clock, content: str, reference_time: str | Non
     if source is not None and not source.strip():
         raise BadInput("is empty; leave it out for the default, or name where the memory comes from", parameter="source")
     when = times.instant_argument(reference_time, what="reference_time") or times.to_storage(clock())
+    try:
+        times.plausible(when, reference_time)  # a memory dated 9999-12-31 is a mistake, not a plan
+    except times.BadInstant as error:
+        raise BadInput(str(error), parameter="reference_time") from None
     said = "call" if reference_time is None else "record"
     redacted: dict[str, int] = {}
     assertions = None

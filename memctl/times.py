@@ -235,14 +235,39 @@ def record_time_to_storage(value: object) -> str:
     if isinstance(value, str):
         text = value.strip()
         if _EPOCH_STRING.match(text):
-            return epoch_number_to_storage(text)
+            return plausible(epoch_number_to_storage(text), value)
         try:
-            return _iso_to_storage(text)
-        except (BadInstant, OverflowError):
-            pass
+            return plausible(_iso_to_storage(text), value)
+        except (BadInstant, OverflowError) as error:
+            if isinstance(error, BadInstant) and str(error).startswith(_IMPLAUSIBLE):
+                raise
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        return epoch_number_to_storage(value)
+        return plausible(epoch_number_to_storage(value), value)
     raise BadInstant(f"{value!r} is not a time (neither an ISO-8601 date nor an epoch number)")
+
+
+# The years a log's time may fall in. Outside them a time is a mistake, never silently
+# stored: 9999-12-31 (a "never" placeholder), a ChatGPT create_time in the wrong unit
+# (2.53e14 read as 1978). MEMCTL_TIME_WINDOW="1970..2200" widens it.
+TIME_WINDOW = (1990, 2100)
+_IMPLAUSIBLE = "outside the years"
+
+
+def plausible(stored: str, value: object) -> str:
+    """``stored`` (the storage form of a record's time ``value``), or BadInstant when its
+    year is outside the plausible window."""
+    import os
+
+    earliest, latest = TIME_WINDOW
+    if window := os.environ.get("MEMCTL_TIME_WINDOW"):
+        try:
+            earliest, latest = (int(year) for year in window.split(".."))
+        except ValueError:
+            raise BadInput(f"MEMCTL_TIME_WINDOW must be two years as 1990..2100, got {window!r}") from None
+    if not earliest <= int(stored[:4]) < latest:
+        raise BadInstant(f"{_IMPLAUSIBLE} {earliest}..{latest} a log's times fall in: {value!r} reads as {stored[:10]} "
+                         "(MEMCTL_TIME_WINDOW widens them)")
+    return stored
 
 
 def record_time_or_none(value: object) -> str | None:

@@ -270,3 +270,21 @@ def test_one_bad_facts_file_is_refused_and_the_folder_goes_on(cli, tmp_path):
     assert len(cli("episodes", "--json").json()) == 6  # the five facts lines and the session's turn
     alone = cli("ingest", folder / "bad.jsonl")
     assert alone.code == 2 and "bad.jsonl:2" in alone.err
+
+
+def test_a_time_outside_the_plausible_years_is_never_stored_silently(cli, tmp_path, monkeypatch):
+    """Issue 31, item 10: 9999-12-31 was accepted in log formats and through add_memory, and
+    a ChatGPT create_time in the wrong unit (2.53e14) was stored as 1978-01-11."""
+    from tests.conftest import write_jsonl
+
+    chat = write_jsonl(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "a note from nowhere", "timestamp": "9999-12-31T00:00:00Z"},
+        {"role": "user", "content": "a note from 1978", "timestamp": 2.53e14},
+        {"role": "user", "content": "a note from 2024", "timestamp": "2024-05-01T10:00:00Z"}])
+    run = cli("ingest", chat, "--json")
+    assert run.code == 1 and run.json()["added"] == 1
+    assert "outside the years 1990..2100" in run.err and "9999-12-31" in run.err
+    bad = cli("add", "the deploy freeze ends", "--reference-time", "9999-12-31")
+    assert bad.code == 2 and "outside the years" in bad.err
+    monkeypatch.setenv("MEMCTL_TIME_WINDOW", "1970..10000")  # widened, on purpose
+    assert cli("add", "the deploy freeze ends", "--reference-time", "9999-12-31").code == 0
