@@ -45,7 +45,7 @@ ExtractorOption = Annotated[str, typer.Option(
 ModelOption = Annotated[Optional[str], typer.Option("--model", help="LLM model (default: $MEMCTL_MODEL).")]
 ConcurrencyOption = Annotated[int, typer.Option("--concurrency", help="LLM calls at once.")]
 TimeoutOption = Annotated[Optional[float], typer.Option(
-    "--timeout", help="Seconds one LLM call may take before it is tried again (default: $MEMCTL_LLM_TIMEOUT, "
+    "--timeout", help="Seconds one LLM call may take in all, its retries counted (default: $MEMCTL_LLM_TIMEOUT, "
     "else 120); raise it for a slow local model.")]
 EmbeddingsOption = Annotated[Optional[str], typer.Option(
     "--embeddings-model", help="Embeddings model for vectors (default: $MEMCTL_EMBEDDINGS_MODEL; none: no vectors): "

@@ -122,6 +122,32 @@ def test_a_call_slower_than_the_timeout_is_tried_again_then_fails_the_episode():
     assert patient.error is None and patient.assertions
 
 
+def test_timeout_bounds_the_whole_call_not_each_read():
+    """Issue 31, item 2: a server that sends its reply a byte at a time kept an ingest with
+    a 5 s timeout going for 400 s, as each read came within the timeout. The timeout is a
+    deadline for the whole call, its retries counted."""
+    import time
+
+    import httpx2
+
+    from tests.fake_llm import completion
+
+    body = json.dumps(completion('{"entities": [], "assertions": []}')).encode()
+
+    def trickle(request: httpx2.Request) -> httpx2.Response:
+        def drip():
+            for byte in body:  # a byte every 20 ms: the whole reply in several seconds, no read slower
+                time.sleep(0.02)
+                yield bytes([byte])
+
+        return httpx2.Response(200, headers={"content-type": "application/json"}, content=drip())
+
+    client = make_client(api_key=API_KEY, base_url="http://llm.test/v1",
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(trickle)))
+    result = extract_all(LLMExtractor(client, "trickle", lambda: NOW, timeout=1.0, max_retries=2), REQUESTS[:1])["ep_0"]
+    assert result.error and "still coming after the 1 s a call may take" in result.error
+
+
 @pytest.mark.parametrize(("flag", "variable", "sent"), [
     ([], None, "120.0"), (["--timeout", "3"], None, "3.0"), ([], "7.5", "7.5"), (["--timeout", "2"], "7.5", "2.0")])
 def test_timeout_reaches_the_client_of_every_command_that_calls_a_model(cli, tmp_path, monkeypatch, flag, variable,

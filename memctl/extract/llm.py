@@ -720,13 +720,24 @@ class LLMExtractor:
         if response_format is not RESPONSE_FORMAT:
             messages = with_schema_in_prompt(messages)
         kwargs = {} if response_format is None else {"response_format": response_format}
+        # --timeout bounds the whole call, its retries counted: the client's own timeout is
+        # each read's, and a server that sends a byte every half second never trips it.
+        deadline = time.monotonic() + self.timeout
 
         def attempt() -> Any:
             if run.stop.is_set():
                 raise _Stopped
+            if (left := deadline - time.monotonic()) <= 0:
+                raise CallFailed(f"no reply within the {self.timeout:g} s a call may take, its retries counted",
+                                 refused=True)
             tally.calls += 1
+            # Each read waits no longer than the client was made to, nor (a second or more
+            # short of that: a retry's) past the deadline.
+            configured = client.timeout if isinstance(client.timeout, int | float) else None
+            calling = client if configured is not None and left > configured - 1 else client.with_options(timeout=left)
             try:
-                return client.chat.completions.create(model=model, messages=messages, **kwargs)
+                return self._read_by(deadline, calling.chat.completions.with_streaming_response
+                                     .create(model=model, messages=messages, **kwargs))
             except openai.APIStatusError as error:
                 said = f"{error.message} {error.body}"
                 if response_format is not None and _REFUSES_FORMAT.search(said):
@@ -744,6 +755,23 @@ class LLMExtractor:
             raise CallFailed(f"the model's reply ran to {len(text):,} characters, over the {MAX_REPLY_CHARS:,} a reply "
                              "may have")
         return redacted_reply(text)
+
+    def _read_by(self, deadline: float, streamed: Any) -> Any:
+        """The completion a streamed response holds, its body read piece by piece until
+        ``deadline`` (CallFailed past it); a body that is no JSON comes back as its text."""
+        from openai.types.chat import ChatCompletion
+
+        with streamed as response:
+            body = bytearray()
+            for piece in response.iter_bytes():
+                body += piece
+                if time.monotonic() > deadline:
+                    raise CallFailed(f"the reply was still coming after the {self.timeout:g} s a call may take",
+                                     refused=True)
+        try:
+            return ChatCompletion.model_validate_json(bytes(body))
+        except ValueError:
+            return body.decode("utf-8", errors="replace")
 
     @staticmethod
     def _count(response: Any, tally: _Tally) -> None:
