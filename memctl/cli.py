@@ -481,8 +481,14 @@ def summarize(
 
     Example: memctl summarize --model gpt-4o-mini
     """
+    from memctl.summarize import summarizer_for
+
     memory = _memory()
-    counts = memory.summarize(_extractor(memory, "llm", model, 1, timeout), sessions=True)
+    extractor = _extractor(memory, "llm", model, 1, timeout)
+    if summarizer_for(extractor) is None:  # else a pass with no model: it would only say "no_model"
+        raise BadInput("MEMCTL_SUMMARIES is off" if os.environ.get("MEMCTL_SUMMARIES") == "off" else
+                       "no model to write summaries: set OPENAI_API_KEY, or OPENAI_BASE_URL for a server of your own")
+    counts = memory.summarize(extractor, sessions=True)
     if as_json:
         _print_json(counts)
     else:

@@ -288,3 +288,24 @@ def test_a_time_outside_the_plausible_years_is_never_stored_silently(cli, tmp_pa
     assert bad.code == 2 and "outside the years" in bad.err
     monkeypatch.setenv("MEMCTL_TIME_WINDOW", "1970..10000")  # widened, on purpose
     assert cli("add", "the deploy freeze ends", "--reference-time", "9999-12-31").code == 0
+
+
+def test_the_new_commands_refuse_what_they_cannot_do_in_one_line(cli, tmp_path, monkeypatch):
+    import io
+    import sys
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    assert cli("ingest", FIXTURE).code == 0
+    (tmp_path / "taken.jsonl").write_text("")
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"transcript_path": "/no/such/session.jsonl"}'))
+    for command, said in [
+        (["backup", tmp_path / "no" / "such" / "copy.db"], "no such folder"),
+        (["export", "-o", tmp_path / "taken.jsonl"], "exists already"),
+        (["summarize"], "no model to write summaries"),
+        (["resolve", "", "--keep", "MySQL"], "not an empty string"),
+        (["hook", "claude-code", "--run"], "no such file or directory"),
+    ]:
+        run = cli(*command)
+        assert run.code == 2 and said in run.err and run.err.count("\n") == 1, (command, run.err)
+    assert (tmp_path / "taken.jsonl").read_text() == ""  # what was there is left as it was
