@@ -73,10 +73,15 @@ class Gate(NamedTuple):
 
 
 def anything_to_decide(db: Queryable, *, owed_too: bool) -> bool:
-    """Whether an entity's facts changed since the last pass (or, ``owed_too``, a refresh is
-    owed from before)."""
-    return db.execute(f"""SELECT EXISTS (SELECT 1 FROM summary_gates WHERE dirty = 1)
-                          {"OR EXISTS (SELECT 1 FROM summary_gates WHERE passes > 0)" if owed_too else ""}""").fetchone()[0]
+    """Whether a pass has work: with a model (``owed_too``), an entity whose facts changed
+    since the last pass or whose refresh is owed; without one, a changed entity in a store
+    that holds summaries at all (only one found again could change anything; a store that
+    never had a model keeps its changes marked, for the first pass that has one)."""
+    if owed_too:
+        condition = "EXISTS (SELECT 1 FROM summary_gates WHERE dirty = 1 OR passes > 0)"
+    else:
+        condition = "EXISTS (SELECT 1 FROM summary_gates WHERE dirty = 1) AND EXISTS (SELECT 1 FROM summaries)"
+    return db.execute(f"SELECT {condition}").fetchone()[0]
 
 
 def take_changes(db: Database, at: str) -> None:
