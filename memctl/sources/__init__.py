@@ -20,6 +20,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -434,13 +436,72 @@ def parse(path: Path, options: IngestOptions, fmt: str | None = None) -> Iterato
         )
 
 
-def load_json(path: Path) -> object:
-    """A whole JSON export (ChatGPT, Claude.ai, Gemini); FileRefused naming the file if bad."""
+def load_json(path: Path, *, levels: int = 0) -> object:
+    """A whole JSON export (ChatGPT, Claude.ai, Gemini); FileRefused naming the file if bad.
+
+    A value nested deeper than Python's JSON reader can follow (one message 5,000
+    brackets deep) must not refuse the whole export: the file is then read container by
+    container, down to ``levels`` below the top, and the element that is still too deep
+    is a ``TooDeep`` in its place, for the format to skip with its reason.
+    """
     try:
         with open(path, "rb") as handle:
-            return _loads(handle.read())
+            raw = handle.read()
+        try:
+            return json.loads(raw)
+        except RecursionError:
+            return _loads_splitting(raw.decode("utf-8-sig"), levels)
     except (ValueError, UnicodeDecodeError) as error:
         raise FileRefused(f"{path}: not valid JSON ({error})") from None
+
+
+class TooDeep:
+    """What ``load_json`` holds in place of a value nested too deeply to read."""
+
+    def __str__(self) -> str:
+        return f"nested more than {sys.getrecursionlimit()} levels deep: too deep to read"
+
+
+# A JSON string, or one of the characters that give a JSON text its structure.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.DOTALL)
+
+
+def _loads_splitting(text: str, levels: int) -> object:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        if levels == 0:
+            return TooDeep()
+    members = _members(text)
+    if text.lstrip().startswith("["):
+        return [_loads_splitting(text[start:end], levels - 1) for _, (start, end) in members]
+    return {json.loads(text[key[0]:key[1]]) if key else "": _loads_splitting(text[start:end], levels - 1)
+            for key, (start, end) in members}
+
+
+def _members(text: str) -> list[tuple[tuple[int, int] | None, tuple[int, int]]]:
+    """(key span or None, value span) of each member of the array or object ``text`` holds,
+    found by following brackets and strings, never recursing however deep the values go."""
+    members: list[tuple[tuple[int, int] | None, tuple[int, int]]] = []
+    depth, start, key = 0, 0, None
+    for token in _JSON_TOKEN.finditer(text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            if depth == 1:
+                start = token.end()
+        elif mark in "]}" or (mark == "," and depth == 1):
+            if depth == 1 and text[start:token.start()].strip():
+                members.append((key, (start, token.start())))
+            if mark == ",":
+                start, key = token.end(), None
+            else:
+                depth -= 1
+                if depth == 0:
+                    return members
+        elif mark == ":" and depth == 1:
+            key, start = (start, token.start()), token.end()
+    raise ValueError("unbalanced brackets")
 
 
 def _loads(text: str | bytes) -> object:

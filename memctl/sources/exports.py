@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from memctl import times
 from memctl.errors import FileRefused
-from memctl.sources import Skipped, Turn, load_json
+from memctl.sources import Skipped, TooDeep, Turn, load_json
 
 # Reasons for deliberate skips: fixed strings, so a summary can group them.
 SYSTEM = "system message"
@@ -162,12 +162,15 @@ def export_turns(path: Path, key: str, kind: type[Container], label: str,
     that cannot be read.
     """
     position = 0
-    for index, conversation in enumerate(conversations(path, load_json(path), key, label), 1):
+    # levels=2: a conversation with a value too deep to read is skipped, not the export.
+    for index, conversation in enumerate(conversations(path, load_json(path, levels=2), key, label), 1):
         container = conversation.get(key) if isinstance(conversation, dict) else None
         if not isinstance(container, kind):
             position += 1
             shape = "object" if kind is dict else "list"
             what = "not an object" if not isinstance(conversation, dict) else f"has no {key} {shape}"
+            if isinstance(deep := conversation if isinstance(conversation, TooDeep) else container, TooDeep):
+                what = str(deep)
             yield Skipped(position, f"conversation {index}: {what}", malformed=True)
             continue
         session = _conversation_key(conversation, index)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from memctl import times
 from memctl.errors import FileRefused
-from memctl.sources import Head, IngestOptions, Skipped, Turn, load_json
+from memctl.sources import Head, IngestOptions, Skipped, TooDeep, Turn, load_json
 
 NAME = "gemini"
 
@@ -106,7 +106,7 @@ def _between(before: tuple[float, str] | None, after: tuple[float, str] | None, 
 
 
 def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
-    data = load_json(path)
+    data = load_json(path, levels=2)  # a message too deep to read is skipped, not the session
     if _is_prompt_log(data):
         yield Skipped(1, PROMPT_LOG)
         return
@@ -155,7 +155,10 @@ def turns(path: Path, options: IngestOptions) -> Iterator[Turn | Skipped]:
     for index, message in enumerate(messages):
         position = index + 1
         if not isinstance(message, dict):
-            yield Skipped(position, "message is not an object", malformed=True)
+            if isinstance(message, TooDeep):  # perhaps a user message: its replies go with it
+                yield from flush()
+            yield Skipped(position, str(message) if isinstance(message, TooDeep) else "message is not an object",
+                          malformed=True)
             continue
         kind = message.get("type")
         try:
