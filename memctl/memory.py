@@ -10,9 +10,11 @@ a process that only recalls never loads what ingest needs (pydantic, the readers
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from memctl import names, times
 from memctl.errors import BadInput, NotFound, check_limit
@@ -163,7 +165,7 @@ class Memory:
         from memctl import undo as undo_module
         from memctl.store.connection import checkpoint
 
-        with self.connections.writing() as db:
+        with self._changing(preview=not apply) as db:
             plan = undo_module.undo(db, self.clock, targets, source=source, apply=apply, purge=purge)
         if plan.applied:
             plan.summaries = self._gate(None)
@@ -173,12 +175,26 @@ class Memory:
                         plan.unerased = undo_module.UNERASED
         return plan
 
+    @contextmanager
+    def _changing(self, *, preview: bool) -> Iterator[Database]:
+        """The writer, for a change; for a preview of a store that cannot be written (a
+        read-only mount), a copy of it: what a change would do can still be shown."""
+        from memctl.store.connection import read_only, snapshot
+
+        if preview and not self.connections.in_memory and read_only(self.connections.path):
+            with self.connections.reading() as reader, snapshot(cast(sqlite3.Connection, reader),
+                                                                self.connections.path) as copy:
+                yield copy
+        else:
+            with self.connections.writing() as db:
+                yield db
+
     def retry(self, targets: list[str], extractor: Extractor, *, failed: bool = False,
               dry_run: bool = False) -> RetryResult:
         """Extract episodes again from their stored text and swap their assertions at once."""
         from memctl import retry as retry_module
 
-        with self.connections.writing() as db:
+        with self._changing(preview=dry_run) as db:
             result = retry_module.retry(db, self.clock, targets, extractor, failed=failed, dry_run=dry_run)
         if result.applied:
             result.summaries = self._gate(extractor)
@@ -188,7 +204,7 @@ class Memory:
         """``repair midnight-hallucinations``: a plan, or with ``apply`` one journaled change."""
         from memctl import repair
 
-        with self.connections.writing() as db:
+        with self._changing(preview=not apply) as db:
             result = repair.repair_midnight_hallucinations(db, self.clock, apply=apply)
         if result.applied:
             result.summaries = self._gate(None)
@@ -200,7 +216,7 @@ class Memory:
         unless ``apply``; ``undo`` of its operation puts them back."""
         from memctl.settle import settle
 
-        with self.connections.writing() as db:
+        with self._changing(preview=not apply) as db:
             result = settle(db, self.clock, conflict, keep, apply=apply)
         if result.applied:
             result.summaries = self._gate(None)

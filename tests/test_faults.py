@@ -134,7 +134,7 @@ def test_a_line_nested_thousands_deep_is_skipped_and_the_rest_stored(cli, tmp_pa
     assert run.code == 1 and "a.jsonl:2: " in run.err and "nested too deeply" in run.err
     assert run.json()["added"] == 3 and "internal error" not in run.err
     forced = cli("ingest", folder / "export.json", "--format", "chatgpt")
-    assert forced.code == 1 and "export.json" in forced.err and "nested too deeply" in forced.err
+    assert forced.code == 1 and "export.json" in forced.err and "too deep to read" in forced.err
     # A structured import stays all or nothing (README): the bad line is named, exit 2.
     facts = tmp_path / "f.jsonl"
     facts.write_text('{"reference_time": "2024-01-01", "facts": ' + "[" * 3000 + "]" * 3000 + "}\n")

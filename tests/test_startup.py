@@ -5,6 +5,7 @@ loads sqlite-utils without numpy and without plugins."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -90,7 +91,25 @@ def test_reading_commands_work_in_a_folder_that_cannot_be_written(tmp_path):
         assert stats.returncode == 0 and '"episodes": 5' in stats.stdout, stats.stderr
         # A command that writes says so in one line, and nothing is lost.
         refused = memctl("--db", path, "ingest", FIXTURE)
-        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "cannot open" in refused.stderr
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "is read-only" in refused.stderr
+        assert state_of(path.parent) == before
+
+
+def test_previews_work_on_a_store_that_cannot_be_written(tmp_path):
+    """A read-only mount: what an undo or a repair would do is shown (worked out on a copy
+    in the temporary folder); doing it is refused in one line, and the file is unchanged."""
+    path = stored(tmp_path)
+    episode = json.loads(memctl("--db", path, "episodes", "--json").stdout)[0]["id"]
+    before = state_of(path.parent)
+    with read_only(path.parent):
+        preview = memctl("--db", path, "undo", episode, "--json")
+        assert preview.returncode == 0, preview.stderr
+        plan = json.loads(preview.stdout)
+        assert plan["episodes"] == [episode] and not plan["applied"] and plan["removed"]
+        repair = memctl("--db", path, "repair", "midnight-hallucinations", "--json")
+        assert repair.returncode == 0, repair.stderr
+        refused = memctl("--db", path, "undo", episode, "--apply")
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "is read-only" in refused.stderr
         assert state_of(path.parent) == before
 
 
@@ -111,7 +130,7 @@ def test_commits_left_in_a_log_are_never_read_past(tmp_path):
     (path.parent / "m.db-wal").write_bytes(log)
     with read_only(path.parent):
         refused = memctl("--db", path, "stats", "--json")
-    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "cannot open" in refused.stderr
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "is read-only" in refused.stderr
     recovered = memctl("--db", path, "stats", "--json")
     assert recovered.returncode == 0 and '"episodes_undone": 1' in recovered.stdout, recovered.stderr
 

@@ -143,8 +143,16 @@ def conversations(path: Path, data: object, key: str, what: str) -> list:
     if not isinstance(data, list):
         raise FileRefused(f"{path}: not a {what} export (expected a JSON array of conversations)")
     if data and not any(isinstance(item, dict) and key in item for item in data):
-        raise FileRefused(f"{path}: not a {what} export (no conversation in it has {key!r})")
+        deep = sum(_holds_too_deep(item) for item in data)
+        why = f"; {deep} of its {len(data)} entries {TooDeep()}" if deep else ""
+        raise FileRefused(f"{path}: not a {what} export (no conversation in it has {key!r}{why})")
     return data
+
+
+def _holds_too_deep(item: object) -> bool:
+    """Whether an entry of the export is, or directly holds, a value too deep to read."""
+    values = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+    return isinstance(item, TooDeep) or any(isinstance(value, TooDeep) for value in values)
 
 
 # What holds a conversation's messages: ChatGPT's mapping (an object), Claude.ai's list.

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from memctl import times
 from memctl.errors import BadInput, MemctlError, StoreUnavailable
@@ -132,8 +132,9 @@ def explain(error: sqlite3.Error, path: str | Path) -> MemctlError | None:
                                 "nothing this command had not committed was written: run it again")
     if "disk is full" in text or "database or disk is full" in text:
         return StoreUnavailable(f"the disk holding {path} is full; what was committed before is kept")
-    if "readonly" in text or "read-only" in text:
-        return BadInput(f"{path} is read-only: memctl cannot write to it")
+    if "readonly" in text or "read-only" in text or ("unable to open" in text and read_only(Path(path))):
+        return BadInput(f"{path} is read-only (or its folder is: SQLite writes its -wal and -shm files beside "
+                        "it): memctl cannot change it")
     if "unable to open" in text:
         return BadInput(f"cannot open {path}: check that its folder exists and can be written")
     if "not a database" in text or "malformed" in text:
@@ -276,22 +277,30 @@ def data_version(db: Database) -> int:
     return db.conn.execute("PRAGMA data_version").fetchone()[0]
 
 
+def read_only(path: Path) -> bool:
+    """Whether the existing file ``path`` cannot be changed: it, or the folder where SQLite
+    keeps its -wal and -shm files, cannot be written (a read-only mount, a file mode)."""
+    return path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
 @contextmanager
-def snapshot(db: Database) -> Iterator[Database]:
+def snapshot(db: Database | sqlite3.Connection, path: Path | None = None) -> Iterator[Database]:
     """A copy of the database as committed now, opened for writing, deleted after.
 
     Copying reads one consistent snapshot and takes no write lock (WAL), so a long preview
     can be done for real on the copy while other writers go on with the original. The
-    copy sits beside the file (same disk), in a folder of its own.
+    copy sits beside the file (same disk), in a folder of its own; beside a read-only one
+    it cannot, and goes in the temporary folder. ``path``: the file a plain connection reads.
     """
     import tempfile
 
-    path = database_file(db)
+    conn = db if isinstance(db, sqlite3.Connection) else db.conn
+    path = path or database_file(cast("Database", db))
     assert path is not None, "an in-memory database has no file to copy"
-    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".memctl-preview-") as folder:
+    with tempfile.TemporaryDirectory(dir=None if read_only(path) else path.parent, prefix=".memctl-preview-") as folder:
         target = sqlite3.connect(Path(folder) / path.name)
         try:
-            db.conn.backup(target)
+            conn.backup(target)
         finally:
             target.close()
         copy = open_database(Path(folder) / path.name)
