@@ -271,9 +271,15 @@ def ingest(
                    "('memctl episodes --extraction pending' lists them; the next run or 'memctl retry --failed' "
                    "extracts them)", err=True)
     if report.extraction_failures:
+        kept = (f"; {report.kept_readings} of them, read again with more text, keep their earlier reading and its "
+                "assertions until an ingest extracts the new one") if report.kept_readings else ""
         typer.echo(f"memctl: extraction failed for {report.extraction_failures} episode(s), stored without "
-                   f"assertions (first: {report.first_failure}); 'memctl retry --failed' extracts them again",
+                   f"assertions (first: {report.first_failure}); 'memctl retry --failed' extracts them again{kept}",
                    err=True)
+    if report.still_failed:
+        typer.echo(f"memctl: {len(report.still_failed)} episode(s) of these files were stored before without "
+                   f"assertions, their extraction failed (first: {report.still_failed[0]}); 'memctl retry --failed' "
+                   "extracts them again", err=True)
     _say_dropped(report.dropped)
     if report.embeddings_unavailable:
         typer.echo(f"memctl: no vectors made: {report.embeddings_unavailable}; the episodes are stored, "

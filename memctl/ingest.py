@@ -100,6 +100,8 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
                 at = transaction_time(db, clock)
                 added = sort_new(db, batch)
                 report.already_present += len(added.already_present)
+                report.kept_readings += len(added.kept)
+                report.still_failed += added.still_failed
                 report.extracted_pending += len(added.extracted)
                 if not added.to_store:
                     continue

@@ -337,6 +337,10 @@ class IngestReport(Record):
     output_tokens: int = 0
     extraction_failures: int = 0
     first_failure: str | None = None  # why the first failed extraction failed
+    # Of the failures, longer readings of stored episodes: the stored reading and its
+    # assertions stay, and the next ingest extracts the new one again.
+    kept_readings: int = 0
+    still_failed: list[str] = field(default_factory=list)  # already stored, their extraction failed before
     guard_changes: int = 0  # invented dates the date guard replaced or dropped
     dropped: list[str] = field(default_factory=list)  # "episode: assertion: why", wrong also after a retry
     extracted_pending: int = 0  # episodes stored earlier as pending, extracted by this run
@@ -351,7 +355,8 @@ class IngestReport(Record):
     def partial(self) -> bool:
         """Something was refused, unreadable or not extracted, and the rest was kept: exit code 1."""
         return bool(self.refused or self.malformed or self.llm_unavailable or self.embeddings_unavailable
-                    or self.extraction_failures or (self.summaries is not None and self.summaries.unavailable))
+                    or self.extraction_failures or self.still_failed
+                    or (self.summaries is not None and self.summaries.unavailable))
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "partial": self.partial}

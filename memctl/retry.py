@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from memctl.errors import NothingToExtract
 from memctl.extract import Extractor, reads_context
-from memctl.extract.stage import RequestBuilder, run_requests
+from memctl.extract.stage import RequestBuilder, keep_what_stands, run_requests
 from memctl.model import Assertion
 from memctl.reports import IngestReport, RetryResult
 from memctl.store import episodes as store
@@ -51,16 +51,7 @@ def retry(db: Database, clock: Clock, targets: list[str], extractor: Extractor, 
     builder = RequestBuilder(db, in_order=False, with_context=reads_context(extractor))
     requests = [builder.request(e.id, e.content, e.reference_time, e.source, e.position) for e in stored]
     run_requests(extractor, requests, dict(retried), report)
-    # A reply with nothing that stands is no reason to drop what an episode had: a model
-    # that answers junk (every item wrong, or none) must not swap good assertions for none.
-    had = store.active_assertion_counts(db, list(retried))
-    for episode in retried.values():
-        if episode.extraction == "done" and not episode.assertions and had.get(episode.id):
-            episode.extraction = "failed"
-            episode.extraction_error = (f"the new extraction gave no assertion that stands; the {had[episode.id]} "
-                                        "it had are kept")
-            report.extraction_failures += 1
-            report.first_failure = report.first_failure or f"{episode.id}: {episode.extraction_error}"
+    keep_what_stands(db, dict(retried), report)
     # An episode whose extraction failed keeps what it has: a model that is down or
     # answers nonsense must not swap good assertions for none.
     failed_ids = [episode.id for episode in retried.values() if episode.extraction == "failed"]

@@ -281,3 +281,73 @@ def test_a_model_that_puts_every_date_at_todays_midnight_loses_no_fact(cli, db_p
     assert len(rows) == 7
     assert rows["Billing uses Postgres since 3 March 2021."] == "2021-03-03T00:00:00.000000Z"  # from its words
     assert rows["Bob uses Rust."] == "2023-07-14T08:30:00.000000Z"  # the episode's time
+
+
+class Switchable(InventingExtractor):
+    """InventingExtractor until ``answer`` is set: then every reply is that Result's copy."""
+
+    answer: Result | None = None
+
+    def extract(self, requests):
+        if self.answer is None:
+            yield from super().extract(requests)
+            return
+        for request in requests:
+            yield request, Result(calls=1, error=self.answer.error, dropped=list(self.answer.dropped))
+
+
+def _grown_chat(tmp_path, reply: str):
+    """A Claude Code session whose second turn's reply is ``reply``: one that grows is read again."""
+    from tests.test_ingest_logs import _claude_line
+
+    (tmp_path / "project").mkdir(exist_ok=True)
+    return write_jsonl(tmp_path / "project" / "s1.jsonl", [
+        _claude_line("u1", None, "user", "which queue?", 0), _claude_line("a1", "u1", "assistant", "billing uses Kafka.", 1),
+        _claude_line("u2", "a1", "user", "and cache?", 2), _claude_line("a2", "u2", "assistant", reply, 3),
+    ])
+
+
+def _current(memory):
+    return memory.db.execute("""SELECT e.id, e.content, a.object FROM episodes e JOIN assertions a ON a.episode_id = e.id
+                                WHERE a.expired_at IS NULL ORDER BY e.reference_time""").fetchall()
+
+
+def test_a_longer_reading_whose_extraction_fails_keeps_the_stored_one(tmp_path):
+    """Issue 31, item 1, for ingest: a session read again with a longer reply, whose new
+    extraction fails or gives nothing that stands, must not swap the episode's good
+    assertions for none. The stored reading stays, the run exits 1 (partial), and a
+    later run with a working model takes the longer reading."""
+    clock = FakeClock("2026-11-21T15:00:00Z")
+    memory = Memory.open(tmp_path / "m.db", clock)
+    extractor = Switchable(clock)
+    memory.ingest([_grown_chat(tmp_path, "billing uses Redis.")], IngestOptions(), extractor=extractor)
+    before = _current(memory)
+    assert [row[2] for row in before] == ["Kafka", "Redis"]
+
+    grown = _grown_chat(tmp_path, "billing uses Redis. And later Memcached.")
+    for answer in (Result(error="model said nonsense"), Result(dropped=["billing uses: no valid_at"]), Result()):
+        extractor.answer = answer
+        report = memory.ingest([grown], IngestOptions(), extractor=extractor)
+        assert (report.revised, report.kept_readings, report.extraction_failures) == (0, 1, 1), answer
+        assert report.partial and _current(memory) == before, answer
+
+    extractor.answer = None
+    report = memory.ingest([grown], IngestOptions(), extractor=extractor)
+    assert (report.revised, report.kept_readings, report.partial) == (1, 0, False)
+    assert [row[2] for row in _current(memory)] == ["Kafka", "Memcached"]
+
+
+def test_a_rerun_names_the_episodes_whose_extraction_still_failed(cli, tmp_path, monkeypatch):
+    """Issue 31, item 12: a re-run after extraction failures exited 0, naming nothing."""
+    clock = FakeClock("2026-11-21T15:00:00Z")
+    chat = write_jsonl(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "billing uses Kafka.", "timestamp": "2024-03-01T10:00:00Z"},
+        {"role": "user", "content": "this one will fail", "timestamp": "2024-05-01T10:00:00Z"},
+    ])
+    monkeypatch.setattr("memctl.extract.build_extractor", lambda *args, **kwargs: InventingExtractor(clock))
+    first = cli("ingest", chat, "--json", db=tmp_path / "m.db")
+    assert first.code == 1 and first.json()["extraction_failures"] == 1
+    failed = [e["id"] for e in cli("episodes", "--extraction", "failed", "--json", db=tmp_path / "m.db").json()]
+    again = cli("ingest", chat, "--json", db=tmp_path / "m.db")
+    assert again.code == 1 and again.json()["still_failed"] == failed and again.json()["added"] == 0
+    assert failed[0] in again.err and "retry --failed" in again.err

@@ -88,6 +88,21 @@ def run_requests(extractor: Extractor, requests: list[Request], targets: dict[st
         take_result(report, targets[request.episode_id], request, result)
 
 
+def keep_what_stands(db: Database, targets: dict[str, Target], report: IngestReport) -> None:
+    """Targets whose new extraction gave no assertion that stands, for stored episodes that
+    have some, failed instead: a model that answers junk (every item wrong, or none) must
+    not swap good assertions for none. Retry keeps a failed episode's assertions; an
+    ingest keeps a failed longer reading's stored one (``store.episodes.sort_new``)."""
+    had = store.active_assertion_counts(db, list(targets))
+    for episode_id, target in targets.items():
+        if target.extraction == "done" and not target.assertions and had.get(episode_id):
+            target.extraction = "failed"
+            target.extraction_error = f"the new extraction gave no assertion that stands; the {had[episode_id]} " \
+                                      "it had are kept"
+            report.extraction_failures += 1
+            report.first_failure = report.first_failure or f"{episode_id}: {target.extraction_error}"
+
+
 def take_result(report: IngestReport, target: Target, request: Request, result: Result) -> None:
     report.extraction_calls += result.calls
     report.cache_hits += result.cache_hit
@@ -133,7 +148,8 @@ def extracted(db: Database, episodes: Iterable[Episode], extractor: Extractor,
         by_id = store.longest_readings(chunk)
         # Pending episodes are not "stored" yet: this run extracts them, as it does revised ones.
         stored = store.active_ids(db, list(by_id), extracted=True)
-        stored -= store.revised_ids(db, (by_id[episode_id] for episode_id in stored))
+        revised = store.revised_ids(db, (by_id[episode_id] for episode_id in stored))
+        stored -= revised
         requests = []
         for episode in by_id.values():
             if episode.format == "facts" or episode.id in stored:
@@ -145,5 +161,7 @@ def extracted(db: Database, episodes: Iterable[Episode], extractor: Extractor,
             run_requests(extractor, requests, dict(by_id), report)
         except LLMUnavailable as error:
             report.llm_unavailable = str(error)
+        else:
+            keep_what_stands(db, {episode_id: by_id[episode_id] for episode_id in revised}, report)
         yield from chunk
 

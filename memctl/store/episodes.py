@@ -79,6 +79,10 @@ class Added:
     already_present: list[str] = field(default_factory=list)
     extracted: list[str] = field(default_factory=list)  # stored as pending before, extracted now
     revised: list[str] = field(default_factory=list)  # stored before, read again with more content
+    # Read again with more content, but the new reading's extraction failed: the stored
+    # reading and its assertions stay (among already_present); the next ingest tries again.
+    kept: list[str] = field(default_factory=list)
+    still_failed: list[str] = field(default_factory=list)  # already present, their extraction failed
     to_store: list[Episode] = field(default_factory=list)
     assertions: int = 0
     touched: Touched = field(default_factory=Touched)
@@ -139,7 +143,10 @@ def sort_new(db: Database, episodes: list[Episode]) -> Added:
     revised = revised_ids(db, unique.values())
     for episode_id, episode in unique.items():
         stored_status, extraction = status.get(episode_id, (None, None))
-        if episode_id in revised:
+        if episode_id in revised and episode.extraction == "failed" and extraction in ("done", "structured"):
+            result.already_present.append(episode_id)
+            result.kept.append(episode_id)
+        elif episode_id in revised:
             result.to_store.append(episode)
             result.revised.append(episode_id)
         elif stored_status == "active" and extraction == "pending" and episode.extraction != "pending":
@@ -147,6 +154,8 @@ def sort_new(db: Database, episodes: list[Episode]) -> Added:
             result.extracted.append(episode_id)
         elif stored_status == "active":
             result.already_present.append(episode_id)
+            if extraction == "failed":
+                result.still_failed.append(episode_id)
         else:
             result.to_store.append(episode)
             (result.reactivated if episode_id in status else result.added).append(episode_id)
