@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -237,13 +238,17 @@ class ModelSummarizer:
 
         client, model = self.extractor.endpoint()
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        deadline = time.monotonic() + self.extractor.timeout  # --timeout bounds it as it does an extraction
 
         def create() -> Any:
-            return client.chat.completions.create(model=model, messages=messages, temperature=0,
-                                                  max_tokens=SUMMARY_TOKENS)
+            return self.extractor.attempt_by(deadline, client, lambda calling: calling.chat.completions
+                                             .with_streaming_response.create(model=model, messages=messages,
+                                                                             temperature=0, max_tokens=SUMMARY_TOKENS))
 
         response = call_with_retries(create, self.extractor.retries, client=client, service="LLM", model=model,
                                      model_option="--model/MEMCTL_MODEL")
+        if isinstance(response, str):
+            raise CallFailed("the endpoint's reply was no chat completion")
         text = " ".join(unwrap_text(response.choices[0].message.content or "").split())
         if not text:
             raise CallFailed("the model's summary was empty")

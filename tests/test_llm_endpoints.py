@@ -146,6 +146,13 @@ def test_timeout_bounds_the_whole_call_not_each_read():
                          http_client=httpx2.Client(transport=httpx2.MockTransport(trickle)))
     result = extract_all(LLMExtractor(client, "trickle", lambda: NOW, timeout=1.0, max_retries=2), REQUESTS[:1])["ep_0"]
     assert result.error and "still coming after the 1 s a call may take" in result.error
+    # A summary's call, through the same endpoint, is bounded alike.
+    from memctl.extract.llm import CallFailed
+    from memctl.summarize import ModelSummarizer
+
+    summarizer = ModelSummarizer(LLMExtractor(client, "trickle", lambda: NOW, timeout=1.0, max_retries=2))
+    with pytest.raises(CallFailed, match="still coming after the 1 s a call may take"):
+        summarizer.write("billing", "billing uses Postgres", [])
 
 
 @pytest.mark.parametrize(("flag", "variable", "sent"), [

@@ -727,17 +727,10 @@ class LLMExtractor:
         def attempt() -> Any:
             if run.stop.is_set():
                 raise _Stopped
-            if (left := deadline - time.monotonic()) <= 0:
-                raise CallFailed(f"no reply within the {self.timeout:g} s a call may take, its retries counted",
-                                 refused=True)
             tally.calls += 1
-            # Each read waits no longer than the client was made to, nor (a second or more
-            # short of that: a retry's) past the deadline.
-            configured = client.timeout if isinstance(client.timeout, int | float) else None
-            calling = client if configured is not None and left > configured - 1 else client.with_options(timeout=left)
             try:
-                return self._read_by(deadline, calling.chat.completions.with_streaming_response
-                                     .create(model=model, messages=messages, **kwargs))
+                return self.attempt_by(deadline, client, lambda calling: calling.chat.completions
+                                       .with_streaming_response.create(model=model, messages=messages, **kwargs))
             except openai.APIStatusError as error:
                 said = f"{error.message} {error.body}"
                 if response_format is not None and _REFUSES_FORMAT.search(said):
@@ -755,6 +748,17 @@ class LLMExtractor:
             raise CallFailed(f"the model's reply ran to {len(text):,} characters, over the {MAX_REPLY_CHARS:,} a reply "
                              "may have")
         return redacted_reply(text)
+
+    def attempt_by(self, deadline: float, client: Any, send: Callable[[Any], Any]) -> Any:
+        """One attempt of a call that must be over by ``deadline``: ``send(client)`` makes the
+        streamed request, through a client whose reads wait no longer than the client was
+        made to, nor (a second or more short of that: a retry's) past the deadline."""
+        if (left := deadline - time.monotonic()) <= 0:
+            raise CallFailed(f"no reply within the {self.timeout:g} s a call may take, its retries counted",
+                             refused=True)
+        configured = client.timeout if isinstance(client.timeout, int | float) else None
+        calling = client if configured is not None and left > configured - 1 else client.with_options(timeout=left)
+        return self._read_by(deadline, send(calling))
 
     def _read_by(self, deadline: float, streamed: Any) -> Any:
         """The completion a streamed response holds, its body read piece by piece until
