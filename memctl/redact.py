@@ -16,13 +16,16 @@ Three families of rules, tried in this order:
   password is …``) when the value looks made up.
 - **Names**: ``KEY=value`` / ``key: value`` / ``"key": "value"`` where the key's name ends
   in a secret's word (PASSWORD, PASS, PWD, SECRET, TOKEN, API_KEY, ACCESS_KEY,
-  PRIVATE_KEY...), with any prefix.
+  PRIVATE_KEY...), with any prefix. A token's value, and the value after a key that is
+  only a word of prose (``The secret: patience.``, ``Boarding pass: printed``), counts when
+  it looks generated.
 
 What is code or a placeholder is no secret and survives: a call (``os.getenv("X")``), an
 index or attribute (``os.environ["X"]``, ``process.env.X``), a variable passed on
 (``api_key=api_key,``), a reference (``${X}``, ``$X``, ``{x}``, ``%s``), a placeholder
-(``<your-key-here>``, ``xxx``, ``changeme``, ``...``), a type (``password: str``) and what
-was redacted already, so that redacting twice changes nothing.
+(``<your-key-here>``, ``xxx``, ``changeme``, ``...``), a type (``password: str``), a state
+(``Password: Expired``), a path, a description (``the password is AES-256 encrypted``), and
+what was redacted already, so that redacting twice changes nothing.
 
 Each rule names substrings of which one must occur in the text before its pattern runs:
 most text holds none, and then redaction costs a few substring scans.
@@ -60,14 +63,23 @@ _PLACEHOLDER = re.compile(r"""(?ix)^(?:
     | <[^>]*> | \[[^\]]*\] | \{[^}]*\}.* | .*\{\{.*  # <your-key>, [REDACTED:x], {password}, {{ secrets.X }}
     | \$.* | %[\w.()]*%?s? | @\w+@                 # $X, ${X}, $(cmd), %s, %(pw)s, %X%, @X@
     | (?:your|my|insert|enter|replace|put)[_\- ][a-z_ .\-]*     # your_key_here, YOUR-TOKEN, my_password (not My_7zfS3W)
-    | [\w.\-]*[_\-]here | [\w.\-]*(?:placeholder|example|sample|dummy|fake|changeme|change_me|changeit)[\w.\-]*
+    | [\w.\-]*[_\-]here                             # your_key_here
+    | \S*(?:placeholder|example|sample|dummy|fake|changeme|change_me|changeit)\S*  # docs' own: wJalr…/…EXAMPLEKEY
     | (?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+(?:[_\-][a-z]+)+)  # a name (OPENAI_API_KEY, user_password), not a value
     | password|passwd|pass|pwd|secret|token|key|apikey|api_key|test|testing|none|null|nil|undefined
     | true|false|str|string|bytes|int|number|bool|boolean|any|object|required|optional|hidden|masked
     | todo|tbd|n/a|value|foo|bar|baz|qux|foobar|abc|abc123
     | empty|blank|unset|disabled|enabled|default|random|generated|auto|bearer|basic  # what it is, not the value
+    | demo|1password|anything|whatever             # a service's public demo key (apiKey: "demo"); the password manager
+    # a state, as an account page or a strength meter says it ("Password: Expired", "Token: Revoked")
+    | (?:expired|expiring|changed|reset|updated|saved|stored|set|unchanged|rotated|revoked|valid|invalid|verified
+       |unverified|incorrect|correct|wrong|missing|locked|unlocked|weak|medium|strong|fair|good|excellent|encrypted
+       |hashed|protected|compromised|leaked|forgotten|accepted|rejected|pending|granted|denied|printed|provided
+       |active|inactive|ok|okay|yes|no|on|off|unknown|mandatory|recommended|secure|insecure)
+    | (?:~|\.\.?)/\S* | /(?:home|etc|usr|var|tmp|opt|run|Users|mnt|srv|root|private|proc|dev)/\S*  # a file's path
     | -?\d{1,7}(?:\.\d+)?                         # a short number: a length, a count, not a secret
     | \#[0-9a-f]{3,8}                              # a colour
+    | \^.*(?:\(\?[=!:]|\[[^\]]+\][*+{]|\\[dws]|\.[*+{]).*\$   # a validation pattern: ^(?=.*[A-Z]).{8,}$
     | .*\*\*\*.*                                    # masked: hf_***, :****
 )$""")
 # A value that names a secret instead of being one: "X-Access-Token", "challengePassword", "mypassword"
@@ -75,7 +87,8 @@ _SECRET_WORD = re.compile(r"(?i)password|passwd|secret|token|api[_\-]?key")
 
 
 def _placeholder(value: str) -> bool:
-    return not value or bool(_PLACEHOLDER.match(value))
+    # "Password: Required." as a sentence ends it: the word without the sentence's full stop
+    return not value or bool(_PLACEHOLDER.match(value) or _PLACEHOLDER.match(value.rstrip(".,;:!?")))
 
 
 # A token of a known shape is a placeholder only when filled in (sk-proj-xxxxxxxx, ghp_000000...:
@@ -111,14 +124,34 @@ def _random(value: str) -> bool:
 _SYMBOLS = frozenset("!@#$%^&*+=?~|<>/\\")
 
 
+# What a sentence says of a password or key rather than the password itself: "the password is
+# AES-256 encrypted", "is SHA256-hashed", "base64 encoded", "WPA2-PSK protected", "2FA-protected",
+# "PBKDF2-derived", "is 12-characters minimum", "256-bit". An algorithm's or standard's name with
+# its number (a known name, and a short one with its own numbers only: "Summer2024", "hunter2" and
+# "rs2020" are passwords), among numbers, lowercase words and acronyms; or a number and its unit.
+_ALGORITHM = (r"(?:(?i:aes|sha|rsa|dsa|ecdsa|ecdh|ecc|hmac|pbkdf|argon|ntlm|wpa|wep|tls|ssl|utf|crc|blake|chacha|poly"
+              r"|base|ipv|http|fido|bip|eip|erc|fips|rfc|iso|curve)-?\d{1,5}[a-z]{0,4}"
+              r"|(?i:md[245]|ed(?:25519|448)|x509|[hrep]s(?:256|384|512)|p-?(?:256|384|521)|rot13|sp-?800)[a-z]{0,4}"
+              r"|\d(?i:fa|des))")
+_PART = rf"(?:{_ALGORITHM}|[A-Z]{{2,6}}|[a-z]{{2,}}|\d+\+?)"
+_UNIT = r"\d+\+?(?:-[a-z]{2,}(?:-[a-z]{2,})*|(?:chars?|characters?|bits?|bytes?|digits?|words?))"  # 12-character, 256bit
+_EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")  # "send the password to it@acme.io"
+_CALL = re.compile(r"[A-Za-z_]\w*\([\w,]*\)?")  # bcrypt(12), f(x: code, as "is bcrypt(12) hashed" says it
+_DESCRIPTION = re.compile(rf"(?:{_PART}-)*{_ALGORITHM}(?:-{_PART})*|{_UNIT}")
+
+
 def _made_up(value: str) -> bool:
     """A password a person chose rather than a word of the sentence: letters with digits,
     or letters with a symbol (``P@ssw0rd``, ``Tr0ub4dor&3``; not ``e-mailed``, nor a word in
-    markdown's emphasis, ``**Password Protection**``)."""
-    if value.strip("*_").isalpha():
+    markdown's emphasis, ``**Password Protection**``, ``stored?**``, nor a description,
+    ``AES-256``, nor code, a link or an address, ``process.env.DB_PASS``, ``https://…``,
+    ``it@example.org``)."""
+    core = value.strip("*_").rstrip(".,;:!?)").rstrip("*_")  # the sentence's punctuation and emphasis
+    if (core.isalpha() or _DESCRIPTION.fullmatch(core) or "://" in core
+            or _ATTRIBUTE.fullmatch(core) or _CALL.fullmatch(core) or _EMAIL.fullmatch(core)):
         return False
-    return _random(value) or (any(c.isalpha() for c in value) and any(c in _SYMBOLS for c in value)
-                              and len(value) >= 8)
+    return _random(core) or (any(c.isalpha() for c in core) and any(c in _SYMBOLS for c in core)
+                             and len(core) >= 8)
 
 
 # --- rules ----------------------------------------------------------------------------------
@@ -170,14 +203,35 @@ def _shape(kind: str, triggers: tuple[str, ...], body: str, *, check: Callable[[
 
 
 def _place(kind: str, triggers: tuple[str, ...], regex: str, *, check: Callable[[str], bool] | None = None,
-           case_blind: bool = False, in_token: bool = False, quoted_counts: bool = False) -> _Rule:
+           case_blind: bool = False, in_token: bool = False, quoted_counts: bool = False,
+           spelled_counts: bool = False, retry: str | None = None) -> _Rule:
     """A credential known by where it sits; only the group ``secret`` is the secret.
-    ``quoted_counts``: a value in quotes is one whatever ``check`` says of it."""
+    ``quoted_counts``: a value in quotes is one whatever ``check`` says of it.
+    ``spelled_counts``: a value that spells a secret's word is one when it looks generated
+    (``the password is hunter2Secret99``), not only when it names none.
+    ``retry``: a pattern tried at the same place (case-blind) when what ``regex`` found there
+    is no secret: the regex engine gives one match per place, and another reading may hold it."""
+    again = re.compile(retry, re.I) if retry is not None else None
 
     def judge(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
+        found = judge_once(m, text)
+        if found is None and again is not None:
+            other = again.match(text, m.start())
+            if other is not None and other.span("secret") != m.span("secret"):
+                return judge_once(other, text)
+        return found
+
+    def judge_once(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
         start, end = m.span("secret")
         value = text[start:end]
-        if _not_a_value(value.strip("\"'")):
+        bare = value.strip("\"'")
+        if text.startswith(("...", "…"), end) or "[REDACTED:" in value:
+            return None  # cut short where it is shown (`password = pypi-AgEIcHlwaS5vcmc...`), or gone already
+        # A placeholder, filled in as the docs do (hooks.slack.com/services/T00000000/B00000000/XXXXXXXX…),
+        # or a name of the secret ("X-Access-Token"), but "hunter2Secret99" may be one where spelled_counts
+        if _placeholder(bare) or _filled_in(bare) or (
+                _SECRET_WORD.search(bare) and not (spelled_counts and _random(bare)
+                                                   and any(c.isdigit() for c in bare))):
             return None
         quoted = quoted_counts and 0 < start and end < len(text) and text[start - 1] in "\"'`" \
             and text[end] == text[start - 1]
@@ -198,13 +252,22 @@ def _said(kind: str, triggers: tuple[str, ...], words: str, shortest: int) -> _R
     """A credential said in a sentence (``the password for X is VALUE``, ``with password
     VALUE``). Only a value that looks made up counts, or one in quotes (``the password is
     "sunshine"``): a sentence goes on in words (``the password is stored in Vault``), and
-    the first words after the name are what is tried."""
-    return _place(kind, triggers,
-                  rf"\b(?<!/)(?:{words})(?:(?:\s+(?:for|of|to|on)\s+[^\n.,;:!?\"'`]{{1,40}}?)?"
-                  rf"(?:\s+(?:(?:is|was|will\s+be|would\s+be|has\s+been|had\s+been)(?:\s+{_SET_TO})?|{_SET_TO}|to|=)"
-                  r"|'s):?\s+(?:now\s+|still\s+)?|\s*:\s+|\s+)[\"'`]?"
-                  rf"(?P<secret>[^\s\"'`]{{{shortest},}}?)[\"'`]?(?=[.,;:!?)]*(?:\s|\Z))", check=_made_up,
-                  case_blind=True, quoted_counts=True)
+    the first words after the name are what is tried (on its line, when no verb or colon
+    comes between: ``PermitRootLogin prohibit-password`` ends a line of sshd_config).
+
+    Those words may be a phrase before the verb (``the password for the admin account was
+    X``), tried first, or the value itself: in ``set the password to X and logged out``, then
+    a paragraph on ``To answer your question``, the phrase ``to X and logged out`` before
+    ``To`` hides X, so what follows the name at once is tried again (``retry``). All but the
+    name is looked at ahead, so that when it is no secret the search goes on after the name
+    (``= pw Password is: X``: ``pw Password`` is none, ``Password is: X`` is one)."""
+    pattern = (rf"\b(?<!/)(?:{words})(?=(?:{{phrase}}"
+               rf"(?:\s+(?:(?:is|was|will\s+be|would\s+be|has\s+been|had\s+been)(?:\s+{_SET_TO})?|{_SET_TO}|to|=)"
+               r"|'s):?\s+(?:now\s+|still\s+)?|\s*:\s+|[ \t]+)[\"'`]?"
+               rf"(?P<secret>[^\s\"'`]{{{shortest},}}?)[\"'`]?(?=[.,;:!?)]*(?:\s|\Z)))")
+    phrase = r"(?:\s+(?:for|of|to|on)\s+[^\n.,;:!?\"'`]{1,40}?)?"
+    return _place(kind, triggers, pattern.replace("{phrase}", phrase), check=_made_up, case_blind=True,
+                  quoted_counts=True, spelled_counts=True, retry=pattern.replace("{phrase}", ""))
 
 
 _SHAPES = [
@@ -212,8 +275,14 @@ _SHAPES = [
     # paste, a model's reply cut at its token limit), its armour headers ("Comment: …", any
     # characters to the line's end) and then its base64 to the end. A BEGIN line alone (a
     # constant in a parser) has no body and is no key.
+    # Either way its body starts with base64 (a line of it, 40 long at least), after its armour
+    # headers and what a paste puts before a line (`\n`, `"` + `"`, `> `, `# `): a sentence that
+    # names the armour ("starts with -----BEGIN PRIVATE KEY----- on its own line, and ends with
+    # -----END PRIVATE KEY-----") is words, which the pattern would take in, and all that follows.
     _shape("private_key", ("private key",),
            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+           r"(?=(?:\s|\\[nr])*(?:[A-Za-z][\w-]*: [^\n\\]*(?:\n|\\n))*(?:[^A-Za-z0-9/=]|\\[nr]){0,12}"
+           r"[A-Za-z0-9+/=]{40})"
            r"(?:[\s\S]{40,12000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
            r"|(?:\s|\\[nr])*(?:[A-Za-z][\w-]*: [^\n\\]*(?:\n|\\n))*(?:[\w+/=\s:,.\-]|\\[nr]){40,})",
            alone=False),
@@ -283,7 +352,9 @@ def _judge_userinfo(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
     return m.start("token"), m.end("token"), "url_token"
 
 
-_VALUE = r"(?P<secret>[^\s\"'\-][^\s\"']*)"  # a command's argument: not a quote, not the next flag
+# A command's argument: not a quote, not the next flag, not the backtick that ends the command
+# in markdown (`mysql -u root -p` prompts for it)
+_VALUE = r"(?P<secret>[^\s\"'`\-][^\s\"'`]*)"
 
 _PLACES = [
     _Rule(("://",), re.compile(r"://(?:[^\s:/@'\"<>`\[\]]*:(?P<password>[^\s/'\"<>`]+)|(?P<token>[^\s:/@'\"<>`]{16,}))"
@@ -321,11 +392,14 @@ _PLACES = [
 # A secret's word at the end of a key's name. The longer names come first, so that a key
 # is read by its most telling word (SECRET_KEY is a secret, not a key).
 # A value is quoted, quoted with escaped quotes (JSON inside a string: {\"password\": \"x\"}),
-# or runs to a space, a quote or punctuation that ends it.
+# or runs to a space, a quote or punctuation that ends it. It is looked at ahead, not taken: when
+# it is no secret, the search goes on after the key's name and not after the value, which may
+# hold another key (in "pass `api_key=` to the client. client_secret=…" a quoted value runs from
+# one code span to the next).
 _KEY_WORD = (r"(?P<word>password|passwd|passphrase|pass|pwd|secret_key_base|secret|token|key)"
              r"(?P<quote>\\?[\"'`]?)(?P<sep>[ \t]*(?:=(?!=)>?|:=)[ \t]*|[ \t]?:(?![:/])[ \t]*)"
-             r"(?P<value>\\\"(?:[^\"\\\n]|\\(?!\"))*\\\"|\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"
-             r"|(?:[^\s\"'`,;&|<>(){}\[\]\\]|\\(?![nrt\"]))+)")
+             r"(?=(?P<value>\\\"(?:[^\"\\\n]|\\(?!\"))*\\\"|\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`"
+             r"|(?:[^\s\"'`,;&|<>(){}\[\]\\]|\\(?![nrt\"]))+))")
 _KEY_BEFORE = re.compile(r"[\w.$\-]{0,60}\Z")
 # Key names that end in KEY and name a secret; other keys (sort_key, monkey) are not.
 _SECRET_KEYS = re.compile(r"(?i)(?P<name>api[_\-]?key|access[_\-]?key|secret[_\-]?key|"
@@ -339,7 +413,14 @@ _ATTRIBUTE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # What may follow `key: value` in a config line or a header: the line's end, or the quote closing a header
-_LINE_END = re.compile(r"[ \t]*(?:#.*)?(?:\r?\n|\Z)|[\"'`]")
+# (not an apostrophe: "Secret: Mark's friends")
+_LINE_END = re.compile(r"[ \t]*(?:#.*)?(?:\r?\n|\Z)|[\"'`](?!\w)")
+# Words that are a key's whole name in prose far more often than in a config: "The secret: patience.",
+# "Top secret: gifts.", "Boarding pass: printed", "pwd: /home/ana". Such a key's value counts
+# when it looks generated; "password" is left out: "password: sunshine" is how a chat gives one.
+_PROSE_WORDS = frozenset(("secret", "pass", "pwd", "token"))
+# A path in lowercase words ("tests/test_auth.py::test_login", "PWD=/workspaces/app"): not a credential
+_WORDS_PATH = re.compile(r"(?:/[a-z0-9_.\-]+(?:/[a-z0-9_.\-]+)*|[a-z0-9_.\-]+(?:/[a-z0-9_.\-]+)+)(?:::\w+)?")
 
 
 def _key_kind(key: str, word: str) -> str | None:
@@ -362,6 +443,11 @@ def _key_kind(key: str, word: str) -> str | None:
     return _KEY_KINDS[word.lower()]
 
 
+def _generated(value: str) -> bool:
+    """Looks made by a machine or chosen as a password, not words or a path of a sentence."""
+    return _made_up(value) and not _WORDS_PATH.fullmatch(value) and not any(c.isspace() for c in value)
+
+
 def _judge_key(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
     before = _KEY_BEFORE.search(text, max(0, m.start() - 60), m.start())
     word = text[m.start("word"):m.end("word")]  # as written: the match may be in the lowercased text
@@ -369,14 +455,28 @@ def _judge_key(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
     kind = _key_kind(key.lstrip("-$"), word)
     if kind is None:
         return None
+    key_start = m.start("word") - len(key) + len(word)
+    if m["quote"] and text[key_start - 1:key_start] != m["quote"][-1]:
+        # A quote closes the key with none opening it: the last word of a quoted phrase,
+        # `the "Messianic secret": Mark's Jesus`, not a JSON key (`"api_key": …`).
+        return None
+    # A token is always generated (a "token" is also a tokenizer's word, {"token": "Hello"}, or
+    # a game's piece); so is what follows a key that is only a word of prose ("The secret: patience.")
+    must_look_generated = kind == "token" or (key.lower() in _PROSE_WORDS and not m["quote"])
     start, end = m.start("value"), m.end("value")
     value, sep = text[start:end], m["sep"]
     if value[0] in "\"'`\\":
         quote = 2 if value[0] == "\\" else 1
-        inner = value[quote:-quote].strip()
+        inner = value[quote:-quote]
+        if inner[:1].isspace() or inner[-1:].isspace():
+            return None  # the words between two quotes or code spans: `x == confirm_password:` should use `y`
         if len(inner) < 4 or _not_a_value(inner) or "{" in inner and "}" in inner:  # a template: f"{token}"
             return None
+        if must_look_generated and not _generated(inner):
+            return None  # `told me a secret: "Partner with the agency"`
         return start + quote, end - quote, kind
+    if must_look_generated and not _generated(value):
+        return None
     after = text[end:end + 1]
     if (len(value) < 4 or _not_a_value(value) or after in ("(", "[") or value.endswith(":")
             or _ATTRIBUTE.fullmatch(value)):
