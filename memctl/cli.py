@@ -636,7 +636,8 @@ def embed(
 @app.command()
 def undo(
     targets: Annotated[Optional[list[str]], typer.Argument(
-        help="Episode or ingest-operation ids (or unique prefixes), or one repair, retry, undo or resolve operation.")] = None,
+        help="Episode or ingest-operation ids (or unique prefixes), or one repair, retry, undo, resolve, merge or split "
+             "operation.")] = None,
     source: Annotated[Optional[Path], typer.Option("--source", help="Every episode that came from this file.")] = None,
     apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
     purge: Annotated[bool, typer.Option("--purge", help="Erase the episodes and their content for good (e.g. secrets).")] = False,
@@ -955,6 +956,84 @@ def resolve(
     title = (f"Resolved {result.conflict_id}, operation {result.operation_id} (memctl undo {result.operation_id})"
              if result.applied else f"Plan for resolving {result.conflict_id} (nothing changed; pass --apply)")
     console.print(_effects_table(title, result.effects))
+
+
+@app.command()
+def entities(
+    name: Annotated[Optional[str], typer.Argument(help="Only the entity this name resolves to.")] = None,
+    similar: Annotated[bool, typer.Option(
+        "--similar", help="Pairs that may be one thing under two names, with why: candidates for memctl merge.")] = False,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="At most this many.")] = None,
+    as_json: JsonOption = False,
+    nl: NlOption = False,
+    csv: CsvOption = False,
+    tsv: TsvOption = False,
+) -> None:
+    """List entities with the names each goes by, the most mentioned first (docs/entities.md).
+
+    Example: memctl entities --similar
+    """
+    memory = _memory()
+    if similar:
+        if name is not None:
+            raise BadInput("--similar lists pairs among all entities: name none with it")
+        pairs = memory.similar_entities(limit=limit)
+        _listed(pairs, lambda: _table(None, ["entity", "entity", "why", "score"], [
+            [p.first, p.second, "; ".join(p.reasons), f"{p.score:.2f}"] for p in pairs]),
+            as_json=as_json, nl=nl, csv=csv, tsv=tsv)
+        if not pairs:
+            typer.echo("memctl: no entities look alike", err=True)
+        return
+    rows = memory.entities(name=name, limit=limit)
+    _listed(rows, lambda: _table(None, ["entity", "names as written (mentions; how resolved)", "facts", "merged"], [
+        [e.entity, "; ".join(f"{n['name']} ({n['mentions']}" + (f"; {n['resolved_by']})" if n["resolved_by"] else ")")
+                             for n in e.names), e.facts, ", ".join(e.merged)] for e in rows]),
+        as_json=as_json, nl=nl, csv=csv, tsv=tsv)
+    if not rows:
+        typer.echo("memctl: no entities yet", err=True)
+
+
+@app.command()
+def merge(
+    into: Annotated[str, typer.Argument(help="The entity to keep (a name of it).")],
+    other: Annotated[str, typer.Argument(help="The entity that is the same thing; its statements name INTO from now on.")],
+    apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Merge two entities that are one thing: OTHER's statements become INTO's (so a later
+    value supersedes an earlier one across both), and later mentions of OTHER's names are
+    INTO. Undo with: memctl undo OPERATION_ID.
+
+    Example: memctl merge billing "billing svc" --apply
+    """
+    _print_merged(_memory().merge(into, other, apply=apply), as_json)
+
+
+@app.command()
+def split(
+    name: Annotated[str, typer.Argument(help="A name resolution put into another entity.")],
+    apply: Annotated[bool, typer.Option("--apply", "--yes", help="Do it; without this, only show the plan.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Take one name back out of the entity it was resolved into: the statements that
+    wrote it get an entity of their own, and so do later mentions. Undo with: memctl undo
+    OPERATION_ID.
+
+    Example: memctl split "billing team" --apply
+    """
+    _print_merged(_memory().split(name, apply=apply), as_json)
+
+
+def _print_merged(result, as_json: bool) -> None:
+    if as_json:
+        _print_json(result)
+        return
+    what = (f"merging {result.merged} into {result.into}" if result.kind == "merge"
+            else f"splitting {result.merged} off {result.into}")
+    title = (f"{what[0].upper()}{what[1:]}: {result.assertions} statement(s) moved, operation {result.operation_id} "
+             f"(memctl undo {result.operation_id})" if result.applied
+             else f"Plan for {what}: {result.assertions} statement(s) move (nothing changed; pass --apply)")
+    _console().print(_effects_table(title, result.effects))
 
 
 @app.command()

@@ -274,6 +274,31 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
         return _listed("conflicts", lambda: memory.conflicts(as_of=as_of, known_at=known_at))
 
     @server.tool(annotations=READ_ONLY)
+    def list_entities(
+        name: Annotated[str | None, Field(description="Only the entity this name resolves to.")] = None,
+        similar: Annotated[bool, Field(description="Instead: pairs of entities that may be one thing under two "
+                                                   "names, with why (candidates for merge_entities).")] = False,
+        limit: Annotated[int, Field(description="At most this many.")] = 50,
+    ) -> CallToolResult:
+        """Entities with the names each goes by and how each name came to it (article, generic_noun,
+        alias, merge), the most mentioned first: {"entities": [...]}; with similar, {"pairs": [...]}.
+        As `memctl entities [--similar] --json`."""
+        if similar:
+            return _listed("pairs", lambda: memory.similar_entities(limit=limit))
+        return _listed("entities", lambda: memory.entities(name=name, limit=limit))
+
+    @server.tool(annotations=DESTRUCTIVE)
+    def merge_entities(
+        into: Annotated[str, Field(description="A name of the entity to keep.")],
+        other: Annotated[str, Field(description="A name of the entity that is the same thing.")],
+        apply: Annotated[bool, Field(description="Do it; false: only return the plan.")] = False,
+    ) -> CallToolResult:
+        """Make two entities one: other's statements name into from now on (so a later value supersedes an
+        earlier one across both), and later mentions of other's names are into. Ask the user first; a plan
+        unless apply. undo_operation(operation_id) reverses it exactly. As `memctl merge INTO OTHER --json`."""
+        return _answer(lambda: memory.merge(into, other, apply=apply))
+
+    @server.tool(annotations=READ_ONLY)
     def list_operations(
         limit: Annotated[int, Field(description="Only the last this many.")] = 50,
     ) -> CallToolResult:
@@ -285,8 +310,8 @@ def build_server(memory: Memory, extractor: Extractor | None, *, token: str | No
     def undo_operation(
         operation_id: Annotated[str, Field(description="The operation's id (op_…) or a unique prefix of it.")],
     ) -> CallToolResult:
-        """Reverse one operation: an ingest or add_memory (its episodes go), or a repair, retry, undo or
-        resolve (what it changed comes back). Returns the plan that was applied.
+        """Reverse one operation: an ingest or add_memory (its episodes go), or a repair, retry, undo,
+        resolve, merge or split (what it changed comes back). Returns the plan that was applied.
         As `memctl undo OPERATION --apply --json`."""
         return _answer(lambda: memory.undo([_id_of("operation", "op_", operation_id, "delete_episode")], apply=True))
 

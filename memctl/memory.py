@@ -21,6 +21,7 @@ from memctl.errors import BadInput, NotFound, check_limit
 from memctl.results import (
     Backup,
     Conflict,
+    Entity,
     EntitySummary,
     EpisodeDetail,
     EpisodeSummary,
@@ -29,6 +30,7 @@ from memctl.results import (
     Operation,
     RecallResult,
     SessionListing,
+    SimilarEntities,
     Slot,
     Stats,
 )
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from memctl.reports import (
         IngestReport,
         MemoryAdded,
+        Merged,
         RebuildResult,
         RepairResult,
         RetryResult,
@@ -218,6 +221,29 @@ class Memory:
 
         with self._changing(preview=not apply) as db:
             result = settle(db, self.clock, conflict, keep, apply=apply)
+        if result.applied:
+            result.summaries = self._gate(None)
+        return result
+
+    def merge(self, into: str, other: str, *, apply: bool = False) -> Merged:
+        """Make the entity named ``other`` the entity named ``into`` (``memctl.merging``): its
+        statements name ``into`` from now on, and so do later mentions of its names. A
+        preview unless ``apply``; ``undo`` of its operation is its exact inverse."""
+        from memctl.merging import merge
+
+        with self._changing(preview=not apply) as db:
+            result = merge(db, self.clock, into, other, apply=apply)
+        if result.applied:
+            result.summaries = self._gate(None)
+        return result
+
+    def split(self, name: str, *, apply: bool = False) -> Merged:
+        """Give ``name``, which resolution put into another entity, an entity of its own
+        again (``memctl.merging``). A preview unless ``apply``; ``undo`` reverses it."""
+        from memctl.merging import split
+
+        with self._changing(preview=not apply) as db:
+            result = split(db, self.clock, name, apply=apply)
         if result.applied:
             result.summaries = self._gate(None)
         return result
@@ -418,6 +444,26 @@ class Memory:
         at = times.instant_argument(as_of, what="as_of") or known or self.now()
         with self.connections.reading() as db:
             return conflicts.listed(db, as_of=at, known_at=known, closed=closed)
+
+    def entities(self, *, name: str | None = None, limit: int | None = None) -> list[Entity]:
+        """Entities and the names each goes by, the most mentioned first; or the one ``name``
+        resolves to (``memctl.entities``)."""
+        from memctl import entities
+
+        if limit is not None:
+            check_limit(limit)
+        with self.connections.reading() as db:
+            return entities.listed(db, name=name, limit=limit)
+
+    def similar_entities(self, *, limit: int | None = None) -> list[SimilarEntities]:
+        """Pairs of entities that may be one thing under two names, the likeliest first, with
+        why: candidates for ``merge``; memctl merges none itself."""
+        from memctl import entities
+
+        if limit is not None:
+            check_limit(limit)
+        with self.connections.reading() as db:
+            return entities.similar(db, limit=limit)
 
     def path(self) -> Path:
         """The database file (``:memory:`` for a memory that has none)."""

@@ -100,7 +100,7 @@ class Effects(Record):
 
 EFFECTS = ("removed", "reopened", "changed", "added")
 
-UndoKind = Literal["episodes", "repair", "retry", "undo", "resolve"]
+UndoKind = Literal["episodes", "repair", "retry", "undo", "resolve", "merge", "split"]
 
 
 @record
@@ -222,6 +222,28 @@ class Settlement(WithEffects):
     conflict_id: str
     keep: str
     dropped: list[dict[str, Any]] = field(default_factory=list)
+    effects: Effects = field(default_factory=Effects)
+    applied: bool = False
+    operation_id: str | None = None
+    summaries: SummaryCounts | None = None  # what the summary gate did after it
+
+    _OMITTED_WHEN_NONE = frozenset({"summaries"})
+
+    def to_json(self) -> dict[str, Any]:
+        return self.flattened(super().to_json(), last=("applied", "operation_id"))
+
+
+@record
+class Merged(WithEffects):
+    """What ``memctl merge`` or ``memctl split`` does (``memctl.merging``): the entity kept
+    (``into``), the one merged into it or the name split off it (``merged``), how many
+    statements now name another entity, and what that does to the current facts. A
+    preview unless ``applied``."""
+
+    kind: str  # merge | split
+    into: str
+    merged: str
+    assertions: int = 0
     effects: Effects = field(default_factory=Effects)
     applied: bool = False
     operation_id: str | None = None

@@ -399,3 +399,33 @@ class Operation(ReadRecord, _OperationFields):
     """One row of the operation journal: an ingest, undo, retry, repair or rebuild."""
 
     __slots__ = ()
+
+
+class _EntityFields(NamedTuple):
+    entity: str  # as shown: its earliest name
+    # Each name its statements wrote it as: {"name", "mentions", "resolved_by"}; resolved_by
+    # says how a name that is not the entity's own came to it (article, possessive,
+    # generic_noun, alias, merge), None for its own
+    names: list[dict[str, Any]]
+    facts: int  # current facts about it
+    merged: list[str]  # entities merged into it (memctl merge)
+
+
+class Entity(ReadRecord, _EntityFields):
+    """One entity with the names it goes by (``memctl entities``)."""
+
+    __slots__ = ()
+
+
+class _SimilarFields(NamedTuple):
+    first: str
+    second: str
+    reasons: list[str]  # names alike, one inside the other, the same value in a slot
+    score: float
+
+
+class SimilarEntities(ReadRecord, _SimilarFields):
+    """Two entities that may be one thing under two names (``memctl entities --similar``):
+    a candidate for ``memctl merge``, never merged by memctl itself."""
+
+    __slots__ = ()

@@ -50,7 +50,7 @@ from memctl.store.turns import let_others_in
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-UNDOABLE_OPERATIONS = ("repair", "retry", "undo", "resolve")
+UNDOABLE_OPERATIONS = ("repair", "retry", "undo", "resolve", "merge", "split")
 
 
 def _one(db: Queryable, target: str, tables: tuple[str, ...], what: str) -> str:
@@ -81,7 +81,7 @@ def resolve_targets(db: Database, targets: list[str], source: Path | None = None
         kind = journal.kind_of(db, found)
         if kind != "ingest":
             raise BadInput(f"{found} is a {kind} operation; undo takes episodes, ingest operations, "
-                           "or a repair, retry, undo or resolve operation on its own")
+                           "or a repair, retry, undo, resolve, merge or split operation on its own")
         ids = reads.episode_ids_of_operation(db, found)
         if not ids:
             raise NotFound(f"{found} has no episodes left: they were purged or ingested again by a later operation")
@@ -280,10 +280,17 @@ def _undo_operation(db: Database, clock: Clock, operation_id: str, kind: UndoKin
             touched, restored, left = restore_assertions(db, done.command["assertions"], done.at, at)
             plan.episodes = reads.episodes_of_assertions(db, restored)
             plan.changed_since = reads.episodes_of_assertions(db, left)
+        elif kind in ("merge", "split"):
+            from memctl import merging
+
+            touched, restored = merging.revert(db, operation_id, kind, done, at)
+            plan.episodes = reads.episodes_of_assertions(db, restored)
         else:
             touched, plan.episodes, plan.changed_since = revert_undo(db, done.episode_ids, done.at, at)
         plan.effects = effects(db, recompute(db, at, touched))
-        if apply and (kind == "repair" or plan.episodes):  # (a resolve's episodes: those it gives statements back)
+        # (a resolve's, merge's or split's episodes: those it gives statements back; a merge of an
+        # entity no statement named any more is undone all the same, as what resolves names changes)
+        if apply and (kind in ("repair", "merge", "split") or plan.episodes):
             with journal.journaled(db, "undo", at, {"targets": [operation_id]}) as entry:
                 entry.counts = {"episodes": len(plan.episodes), **plan.effects.counts()}
                 entry.episode_ids = plan.episodes

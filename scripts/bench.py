@@ -11,6 +11,7 @@
     python scripts/bench.py --rules [--rules-sessions 240] [--rules-log-mb 20]  # rules extractor: precision, speed
     python scripts/bench.py --backfill [--sizes 10000,100000,1000000] [--rows help,llm] [--markdown]  # issue 15's table
     python scripts/bench.py --imports [--process-runs 10]  # what starting each command costs, and what it imports
+    python scripts/bench.py --resolution [--resolution-statements 3600]  # entity resolution, with and without
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -1635,6 +1636,11 @@ def main() -> None:
                         help="only summaries and conflicts: calls behind the gate, stale summaries, planted conflicts")
     parser.add_argument("--consolidation-episodes", type=int, default=2400, help="with --consolidation")
     parser.add_argument("--consolidation-entities", type=int, default=120, help="with --consolidation")
+    parser.add_argument("--resolution", action="store_true",
+                        help="only entity resolution: names resolved, confusable pairs kept apart, values superseded, "
+                             "with and without resolution")
+    parser.add_argument("--resolution-statements", type=int, default=3600, help="with --resolution")
+    parser.add_argument("--resolution-entities", type=int, default=0, help="with --resolution (0: all 163)")
     parser.add_argument("--imports", action="store_true",
                         help="only what starting each command costs: whole process, and its imports")
     parser.add_argument("--assertions", type=int, default=100_000)
@@ -1677,6 +1683,13 @@ def main() -> None:
                                                                 steps=0),
                           "chunks": consolidation_benchmark(args.seed, entities, episodes, chunk=100),
                           "live": consolidation_benchmark(args.seed, entities, episodes // 4, chunk=1, steps=0)}))
+        return
+    if args.resolution:
+        from resolution import resolution_benchmark
+
+        # The stream ingested as one facts file and as time-ordered chunk files (a backfill),
+        # each with memctl's resolution and without it (exact keys only); the table goes to stderr.
+        print(json.dumps(resolution_benchmark(args.seed, args.resolution_entities, args.resolution_statements)))
         return
     if args.imports:
         with tempfile.TemporaryDirectory(prefix="memctl-imports-") as tmp:

@@ -49,7 +49,7 @@ CREATE TABLE entities (
             name_rank TEXT,                -- sort key of the mention that gave the name
             name_key TEXT NOT NULL UNIQUE, -- matching form, see memctl/names.py
             created_at TEXT NOT NULL
-        );
+        , group_key TEXT);
 CREATE TABLE episode_spans (
             episode_id TEXT NOT NULL REFERENCES episodes(id),
             held_from TEXT NOT NULL,
@@ -110,6 +110,14 @@ CREATE TABLE llm_cache (
             response TEXT NOT NULL,
             created_at TEXT NOT NULL
         , episode_id TEXT);
+CREATE TABLE merges (
+            operation_id TEXT NOT NULL REFERENCES operations(id),
+            from_id INTEGER NOT NULL REFERENCES entities(id),
+            into_id INTEGER NOT NULL REFERENCES entities(id),
+            created_at TEXT NOT NULL,
+            expired_at TEXT,
+            PRIMARY KEY (operation_id, from_id)
+        ) WITHOUT ROWID;
 CREATE TABLE operations (
             id TEXT PRIMARY KEY,
             kind TEXT NOT NULL,            -- ingest | undo | rebuild | ...
@@ -129,6 +137,12 @@ CREATE TABLE repairs (
             old_precision TEXT,
             new_value TEXT,
             PRIMARY KEY (operation_id, assertion_id, column_name)
+        ) WITHOUT ROWID;
+CREATE TABLE resolutions (
+            name_key TEXT PRIMARY KEY,
+            entity_id INTEGER NOT NULL REFERENCES entities(id),
+            rule TEXT NOT NULL,            -- article | possessive | generic_noun | alias, comma-separated
+            created_at TEXT NOT NULL
         ) WITHOUT ROWID;
 CREATE TABLE retries (
             operation_id TEXT NOT NULL REFERENCES operations(id),
@@ -205,6 +219,7 @@ CREATE INDEX assertions_valid_on_extraction_day ON assertions(valid_at)
 CREATE INDEX assertions_value_timeline ON assertions(subject_id, predicate_key, object_id, instant)
             WHERE expired_at IS NULL;
 CREATE INDEX embeddings_model ON embeddings(model);
+CREATE INDEX entities_group ON entities(group_key);
 CREATE INDEX episodes_extraction ON episodes(extraction) WHERE extraction IN ('failed', 'pending');
 CREATE INDEX episodes_operation ON episodes(operation_id);
 CREATE INDEX episodes_reference_time ON episodes(reference_time);
@@ -221,6 +236,7 @@ CREATE INDEX facts_value_timeline ON facts(subject_id, predicate_key, object_id,
 CREATE UNIQUE INDEX "idx__sqlite_migrations_migration_set_name"
     ON "_sqlite_migrations" ("migration_set", "name");
 CREATE INDEX llm_cache_episode ON llm_cache(episode_id);
+CREATE INDEX merges_held ON merges(from_id) WHERE expired_at IS NULL;
 CREATE INDEX revisions_operation ON revisions(operation_id);
 CREATE INDEX summaries_hash ON summaries(subject_id, facts_hash);
 CREATE INDEX summaries_subject ON summaries(subject_id, created_at);

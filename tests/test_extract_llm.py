@@ -411,7 +411,8 @@ def test_the_cache_key_covers_model_prompt_version_text_and_time_but_not_context
     assert key != cache_key("m", request(text="something else entirely"))
     # the store's growing context must not make a retry of unchanged input pay again
     assert key == cache_key("m", request(predicates=("uses",)))
-    assert PROMPT_VERSION == "2"
+    assert key == cache_key("m", request(entities=("billing",)))
+    assert PROMPT_VERSION == "3"
 
 
 def test_an_unusable_cache_entry_is_ignored():

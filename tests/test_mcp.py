@@ -36,14 +36,16 @@ TOOLS = {
     "entity_history": ["entity"],
     "entity_summary": ["entity", "as_of", "known_at"],
     "list_conflicts": ["as_of", "known_at"],
+    "list_entities": ["name", "similar", "limit"],
+    "merge_entities": ["into", "other", "apply"],
     "facts": ["subject", "predicate", "as_of", "known_at", "history", "limit"],
     "stats": [],
     "list_operations": ["limit"],
     "undo_operation": ["operation_id"],
 }
 READ_ONLY = {"recall", "get_episode", "list_episodes", "list_sessions", "entity_history", "entity_summary",
-             "list_conflicts", "list_operations", "facts", "stats"}
-DESTRUCTIVE = {"delete_episode", "undo_operation"}
+             "list_conflicts", "list_operations", "facts", "stats", "list_entities"}
+DESTRUCTIVE = {"delete_episode", "undo_operation", "merge_entities"}
 
 
 class Client:
@@ -139,6 +141,20 @@ def test_contradicting_memories_are_listed_and_flagged_in_recall(mcp):
     [found] = [r for r in mcp.ok("recall", query="invoicing database", kind="fact")["results"] if r["object"] == "MySQL"]
     assert [(c["conflict_id"], c["value"]) for c in found["conflicts"]] == [(conflict["conflict_id"], "Postgres")]
     assert mcp.ok("list_conflicts", as_of="2024-05-15") == {"conflicts": []}
+
+
+def test_entities_are_listed_and_merged_as_the_cli_does(mcp):
+    for said_at, name, value in (("2024-01-01", "dispatch", "Postgres"), ("2024-06-01", "dispatch-core", "MySQL")):
+        mcp.ok("add_memory", content=f"{name} runs on {value}.", reference_time=said_at,
+               facts=[{"subject": name, "predicate": "database", "object": value}])
+    assert mcp.ok("list_entities") == {"entities": memctl(mcp.db, "entities")}
+    assert mcp.ok("list_entities", similar=True) == {"pairs": memctl(mcp.db, "entities", "--similar")}
+    plan = mcp.ok("merge_entities", into="dispatch", other="dispatch-core")
+    assert not plan["applied"] and memctl(mcp.db, "facts", "--subject", "dispatch-core")
+    done = mcp.ok("merge_entities", into="dispatch", other="dispatch-core", apply=True)
+    assert done["applied"] and [f["object"] for f in memctl(mcp.db, "facts", "--subject", "dispatch")] == ["MySQL"]
+    mcp.ok("undo_operation", operation_id=done["operation_id"])
+    assert [f["object"] for f in memctl(mcp.db, "facts", "--subject", "dispatch")] == ["Postgres"]
 
 
 def test_delete_episode_reopens_the_fact_it_had_superseded(mcp):

@@ -28,6 +28,7 @@ class Request:
     reference_time: str  # storage form: when the episode happened
     context: tuple[str, ...] = ()  # the last few episodes of the same session, oldest first
     predicates: tuple[str, ...] = ()  # predicates already used for the entities in view
+    entities: tuple[str, ...] = ()  # the entities in view, by the names the store gives them
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 
 from memctl.extract import Request
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 
 # How much of the session's earlier episodes the model sees, to resolve "it", "that
 # service" and the like. Context is for understanding only; nothing is extracted from it.
@@ -45,6 +45,10 @@ PREDICATES
 - A predicate is short snake_case: uses, lives_in, works_as, primary_database, prefers.
 - EXISTING PREDICATES lists predicates already used for the entities in view. When one of
   them means the relation you found, use it exactly; invent a new one only when none fits.
+- KNOWN ENTITIES lists things the memory already knows, by their names. When the episode
+  speaks of one of them under another name ("the billing service" for billing, "Postgres"
+  for PostgreSQL), use the listed name exactly as subject or object. A different thing with
+  a similar name ("billing-v2", "Java" beside JavaScript) keeps its own name.
 - cardinality "one": the subject has one value at a time (lives_in, works_as,
   primary_database); a new value replaces the old one. cardinality "many": values coexist
   (uses, knows, speaks).
@@ -184,6 +188,7 @@ def user_message(request: Request) -> str:
     parts = [f"REFERENCE_TIME: {request.reference_time}"]
     predicates = sorted(set(request.predicates))
     parts.append("EXISTING PREDICATES: " + (", ".join(predicates) if predicates else "(none yet)"))
+    parts.append("KNOWN ENTITIES: " + (", ".join(request.entities) if request.entities else "(none yet)"))
     context = shown_context(request.context)
     if context:
         shown = "\n".join(f"<context>\n{c}\n</context>" for c in context)

@@ -24,6 +24,7 @@ from memctl.names import keys_in_text
 from memctl.reports import IngestReport
 from memctl.store import batches
 from memctl.store import episodes as store
+from memctl.store.entities import entities_in_view
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 # Episodes handed to an extractor at once (an LLM extractor runs them concurrently).
 EXTRACT_CHUNK = 64
 PREDICATES_IN_PROMPT = 50
+ENTITIES_IN_PROMPT = 30
 
 
 class Target(Protocol):
@@ -70,7 +72,8 @@ class RequestBuilder:
         # The entities in view are those the model is shown: the episode and its context as the prompt has them.
         in_view = keys_in_text("\n".join([text, *shown_context(context)]))
         return Request(episode_id, text, reference_time, context,
-                       store.predicates_in_view(self.db, in_view, PREDICATES_IN_PROMPT))
+                       store.predicates_in_view(self.db, in_view, PREDICATES_IN_PROMPT),
+                       entities_in_view(self.db, in_view, ENTITIES_IN_PROMPT))
 
 
 def run_requests(extractor: Extractor, requests: list[Request], targets: dict[str, Target],

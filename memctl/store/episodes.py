@@ -17,6 +17,7 @@ from memctl import names
 from memctl.model import Assertion, Episode
 from memctl.store import in_chunks, summaries
 from memctl.store.embeddings import forget_vectors
+from memctl.store.entities import entity_ids
 from memctl.store.episode_index import forget_texts, hold, index_texts, next_text_ids, release, unindex_texts
 from memctl.store.facts import Slot, SlotChange, SlotChanges, Value, note_change, recompute_slots
 from memctl.store.naming import gave_name, mention_rank, name_from_new_mentions, rename_entities
@@ -86,20 +87,6 @@ class Added:
     to_store: list[Episode] = field(default_factory=list)
     assertions: int = 0
     touched: Touched = field(default_factory=Touched)
-
-
-def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]:
-    """Entity id for each surface form, creating entities that are new."""
-    by_key = {names.entity_key(form): form for form in sorted(surface_forms)}
-    found: dict[str, int] = {}
-    for chunk, marks in in_chunks(list(by_key)):
-        found.update(db.execute(f"SELECT name_key, id FROM entities WHERE name_key IN ({marks})", chunk).fetchall())
-    for key, form in by_key.items():
-        if key not in found:
-            inserted = db.execute("INSERT INTO entities (name, name_key, created_at) VALUES (?, ?, ?)", [form, key, at])
-            assert inserted.lastrowid is not None  # an INSERT into a rowid table always has one
-            found[key] = inserted.lastrowid
-    return {form: found[names.entity_key(form)] for form in surface_forms}
 
 
 def longest_readings(episodes: Iterable[Episode]) -> dict[str, Episode]:
@@ -464,6 +451,20 @@ def restore_assertions(db: Database, assertion_ids: list[int], expired_at: str,
             f"INSERT INTO assertions ({_COPIED}, created_at) SELECT {_COPIED}, ? FROM assertions "
             f"WHERE id IN ({marks}) ORDER BY id RETURNING id", [at, *chunk]).fetchall()]
     return touched_by(db, new_ids, active_only=True, added=True, column="id"), restored, left
+
+
+def rekey_assertions(db: Database, entities_of: dict[int, tuple[int, int]], at: str) -> tuple[list[int], Touched]:
+    """Merge and split (``memctl.merging``): a copy of each of these assertions, believed from
+    ``at`` on, naming the (subject id, object id) given for it; the names stay as written.
+    Returns the copies' ids, in the order of the ids copied, and what they touch."""
+    new_ids: list[int] = []
+    for assertion_id in sorted(entities_of):
+        subject_id, object_id = entities_of[assertion_id]
+        columns = _COPIED.replace("subject_id", "?").replace("object_id", "?")
+        new_ids.append(db.execute(
+            f"INSERT INTO assertions ({_COPIED}, created_at) SELECT {columns}, ? FROM assertions WHERE id = ? RETURNING id",
+            [subject_id, object_id, at, assertion_id]).fetchone()[0])
+    return new_ids, touched_by(db, new_ids, active_only=True, added=True, column="id")
 
 
 def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges:

@@ -511,3 +511,43 @@ def views(db: Database) -> None:
         CREATE VIEW facts_held AS SELECT * FROM facts_named WHERE expired_at IS NULL;
         """
     )
+
+
+@migrations(name="0017_entity_resolution")
+def entity_resolution(db: Database) -> None:
+    from memctl import aliases
+
+    _execute_each(
+        db,
+        """
+        -- The key a name resolves by when no entity has its own key (memctl/names.py:
+        -- Reading.group): "the billing service" and "billing" are both "billing".
+        ALTER TABLE entities ADD COLUMN group_key TEXT;
+        CREATE INDEX entities_group ON entities(group_key);
+
+        -- A name (its key) that resolved to an entity other than its own, and by which rule
+        -- (memctl/aliases.py): it resolves alike from then on, whatever comes after.
+        CREATE TABLE resolutions (
+            name_key TEXT PRIMARY KEY,
+            entity_id INTEGER NOT NULL REFERENCES entities(id),
+            rule TEXT NOT NULL,            -- article | possessive | generic_noun | alias, comma-separated
+            created_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+
+        -- memctl merge: the entity from_id is the entity into_id, from created_at until the
+        -- merge is undone (expired_at). A name of from_id resolves to into_id meanwhile.
+        CREATE TABLE merges (
+            operation_id TEXT NOT NULL REFERENCES operations(id),
+            from_id INTEGER NOT NULL REFERENCES entities(id),
+            into_id INTEGER NOT NULL REFERENCES entities(id),
+            created_at TEXT NOT NULL,
+            expired_at TEXT,
+            PRIMARY KEY (operation_id, from_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX merges_held ON merges(from_id) WHERE expired_at IS NULL;
+        """
+    )
+    known = aliases.known_aliases()
+    db.conn.executemany("UPDATE entities SET group_key = ? WHERE id = ?",
+                        [(aliases.reading(name, known).group, entity_id)
+                         for entity_id, name in db.execute("SELECT id, name FROM entities").fetchall()])
