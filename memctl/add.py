@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memctl import times
+from memctl.effects import effects
 from memctl.errors import BadInput, LLMUnavailable
 from memctl.extract import Extractor, reads_context
 from memctl.extract.stage import RequestBuilder, run_requests
@@ -36,7 +37,6 @@ from memctl.store import cache, reads
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.episodes import recompute, sort_new, store_episodes
-from memctl.undo import effects
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -20,8 +20,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from memctl.entry import State, _memory, _print_json, recalled
 from memctl.errors import BadInput, NotFound
+from memctl.invocation import State, recalled
+from memctl.invocation import open_memory as _memory
+from memctl.invocation import print_json as _print_json
 
 TIME_HELP = "ISO-8601 date or datetime; a bare date is 00:00:00Z, a datetime without offset is UTC."
 

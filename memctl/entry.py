@@ -21,9 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memctl.errors import (
     BadInput,
@@ -31,23 +29,13 @@ from memctl.errors import (
     LLMUnavailable,
     MemctlError,
     NoModel,
-    NotFound,
     NothingToExtract,
     StoreUnavailable,
 )
-
-if TYPE_CHECKING:
-    from memctl.memory import Memory
-    from memctl.results import RecallResult
+from memctl.invocation import State, close_opened, open_memory, print_json, recalled
 
 HELP = Path(__file__).with_name("help.txt")
 HELP_COLUMNS = 80  # click wraps help to min(terminal width, 80) - 2; help.txt holds it at 80 or wider
-
-
-class State:
-    db_path: Path | None = None  # --db, set before any command runs
-    opened: list[Memory] = []  # what the command opened, closed when it is done
-    terminated = False  # SIGTERM came: it is answered as Ctrl-C is, with its own exit code
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -70,7 +58,7 @@ def main() -> None:
 
                 code = run(args)
         finally:
-            _close_opened()
+            close_opened()
     except MemctlError as error:
         print(f"memctl: error: {message(error)}", file=sys.stderr)
         sys.exit(exit_code(error))
@@ -144,73 +132,7 @@ def _recall_json(args: list[str]) -> int | None:
     if question.startswith("-"):
         return None
     State.db_path = None if db is None else Path(db)
-    return recalled(_memory().recall(question), _print_json)
-
-
-def recalled(result: RecallResult, show: Callable[[RecallResult], None]) -> int:
-    """A recall's answer shown (``show``: as JSON or a table) after a line on stderr for each
-    ranker that could not answer; the exit code, 1 when one could not."""
-    for problem in result.unavailable or []:
-        print(f"memctl: answered without {problem}", file=sys.stderr)
-    show(result)
-    return 1 if result.unavailable else 0
-
-
-def _memory(*, must_exist: bool = True, embeddings_model: str | None = None) -> Memory:
-    from memctl.memory import Memory
-    from memctl.store.connection import default_path
-
-    # A quoted "~/memory.db" reaches us unexpanded; "" names the current folder.
-    path = Path(State.db_path or default_path()).expanduser()
-    if path.is_dir():
-        raise BadInput(f"{'--db' if State.db_path is not None else 'MEMCTL_DB'} {str(State.db_path or path)!r} "
-                       "is a folder; name a database file (e.g. memory.db)")
-    if must_exist and _holds_nothing(path):
-        raise NotFound(f"no memory at {path} yet; run 'memctl ingest' first (or pass --db)")
-    memory = Memory.open(path, embeddings_model=embeddings_model)
-    State.opened.append(memory)
-    return memory
-
-
-def _close_opened() -> None:
-    """Close what the command opened, when it is done rather than whenever the
-    interpreter's exit gets to it: the last connection to a file folds the write-ahead log
-    back into it and removes the log, so that the file alone (a copy, a backup) holds
-    everything the command committed."""
-    while State.opened:
-        State.opened.pop().close()
-
-
-def _holds_nothing(path: Path) -> bool:
-    """No file, or an empty one (made by `touch`) with no write-ahead log beside it: a
-    command that only reads must not write a schema into it. (A file killed early in its
-    first ingest may be empty while its WAL holds what was committed.)"""
-    if not path.exists():
-        return True
-    wal = path.with_name(path.name + "-wal")
-    return path.is_file() and path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0)
-
-
-# Pieces of encoded JSON joined into one write (a piece is a key, a value or punctuation).
-JSON_PIECES_PER_WRITE = 8192
-
-
-def _print_json(data) -> None:
-    """``data``: a result record, or a list of them."""
-    import json
-    from itertools import islice
-
-    if isinstance(data, list):
-        data = [item.to_json() for item in data]
-    elif not isinstance(data, dict):
-        data = data.to_json()
-    # Written as it is encoded, a few thousand pieces at a time: an undo of a whole ingest
-    # lists its 780k changes, and the text of them at once would double what the process
-    # holds, while a write per piece (json.dump) costs three times the encoding.
-    pieces = json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(data)
-    while part := list(islice(pieces, JSON_PIECES_PER_WRITE)):
-        sys.stdout.write("".join(part))
-    sys.stdout.write("\n")
+    return recalled(open_memory().recall(question), print_json)
 
 
 # Exit codes by error class, most specific first: 1 when the rest of the work was kept

@@ -19,13 +19,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memctl import names
+from memctl.effects import effects
 from memctl.errors import BadInput
 from memctl.reports import Merged
 from memctl.store import entities
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, tentative, transaction_time
 from memctl.store.episodes import Touched, expire_assertions, recompute, rekey_assertions, restore_assertions
-from memctl.undo import effects
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -107,7 +107,7 @@ class _EpisodeHitFields(NamedTuple):
     position: int
     format: str
     reference_time: str
-    snippet: str  # the lines that matched, under their roles, hits marked **like this** (recall.snippets)
+    snippet: str  # the lines that matched, under their roles, hits marked **like this** (memctl.snippets)
     chars: int  # the whole text's length: `memctl show ID` (MCP get_episode) gives it, as recall's full does
     text: str | None = None  # the whole text, when asked for (full)
     # What it stated that a later value replaced by the asking time: the facts that did

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from memctl.effects import effects
 from memctl.errors import NothingToExtract
 from memctl.extract import Extractor, reads_context
 from memctl.extract.stage import RequestBuilder, keep_what_stands, run_requests
@@ -20,7 +21,7 @@ from memctl.reports import IngestReport, RetryResult
 from memctl.store import episodes as store
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, tentative, transaction_time
-from memctl.undo import effects, resolve_targets
+from memctl.undo import resolve_targets
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

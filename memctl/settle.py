@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memctl import conflicts, names
+from memctl.effects import effects
 from memctl.errors import Ambiguous, BadInput, NotFound
 from memctl.reports import Settlement
 from memctl.store import conflicts as store
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, tentative, transaction_time
 from memctl.store.episodes import expire_assertions, recompute
-from memctl.undo import effects
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

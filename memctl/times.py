@@ -33,6 +33,8 @@ _COMMON = re.compile(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+MIDNIGHT = "T00:00:00.000000Z"  # what follows the day in a stored instant at clean midnight UTC
+
 
 T = TypeVar("T")
 

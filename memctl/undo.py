@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from memctl import repair
+from memctl.effects import effects
 from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
-from memctl.reports import Effects, FactChange, UndoKind, UndoPlan
+from memctl.reports import UndoKind, UndoPlan
 from memctl.store import Queryable, next_batch_size, reads, underived
 from memctl.store import operations as journal
 from memctl.store.connection import (
@@ -43,8 +44,7 @@ from memctl.store.episodes import (
     revert_revisions,
     revert_undo,
 )
-from memctl.store.facts import FactVersion, OperationChanges, SlotChanges
-from memctl.store.reads import entity_names
+from memctl.store.facts import OperationChanges, SlotChanges
 from memctl.store.turns import let_others_in
 
 if TYPE_CHECKING:
@@ -298,44 +298,3 @@ def _undo_operation(db: Database, clock: Clock, operation_id: str, kind: UndoKin
             plan.applied, plan.operation_id = True, entry.id
             decision.keep()
     return plan
-
-
-def effects(db: Database, changes: SlotChanges | OperationChanges) -> Effects:
-    """Sort what a change did to current facts (the versions it expired and inserted)
-    into what a user reads in a plan.
-
-    removed: a fact that no longer exists; reopened: a fact whose end is lifted
-    (Austin comes back when NYC is undone); changed: same fact, another interval or
-    text; added: a fact that appears (a value split by the removed one, rejoined). A
-    version expired and put back the same by a later batch of one operation is no change.
-    """
-    if isinstance(changes, SlotChanges):
-        changes = OperationChanges().absorb(changes)
-
-    def key(version: FactVersion) -> tuple:
-        return (version.subject_id, version.predicate_key, version.object_id, version.valid_at)
-
-    old_by_key = {key(version): version for version in changes.expired}
-    new_by_key = {key(version): version for version in changes.inserted}
-    for k in [k for k, old in old_by_key.items() if k in new_by_key and new_by_key[k].same_fact(old)]:
-        del old_by_key[k], new_by_key[k]
-    names = entity_names(db, {id_ for version in [*old_by_key.values(), *new_by_key.values()]
-                              for id_ in (version.subject_id, version.object_id)})
-
-    def describe(version: FactVersion, old: FactVersion | None = None) -> FactChange:
-        return FactChange(fact=version.fact, subject=names.get(version.subject_id), predicate=version.predicate,
-                          object=names.get(version.object_id), valid_at=version.valid_at,
-                          invalid_at=version.invalid_at, compared=old is not None,
-                          invalid_at_before=None if old is None else old.invalid_at)
-
-    result = Effects()
-    for k, old in old_by_key.items():
-        new = new_by_key.get(k)
-        if new is None:
-            result.removed.append(describe(old))
-        elif new.invalid_at is None and old.invalid_at is not None:
-            result.reopened.append(describe(new, old))
-        else:
-            result.changed.append(describe(new, old))
-    result.added = [describe(row) for k, row in new_by_key.items() if k not in old_by_key]
-    return result

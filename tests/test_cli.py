@@ -341,7 +341,7 @@ def test_undo_of_a_large_file_by_source(cli, tmp_path):
     undone = cli("undo", "--source", big, "--apply", "--json")
     done = undone.json()
     assert len(done["episodes"]) == 1200 and len(done["removed"]) == 1200
-    # written in many parts (entry.JSON_PIECES_PER_WRITE), it is still json.dumps' text
+    # written in many parts (invocation.JSON_PIECES_PER_WRITE), it is still json.dumps' text
     assert undone.out == json.dumps(done, indent=2, ensure_ascii=False) + "\n"
     assert cli("stats", "--json").json()["assertions"] == 0
 

@@ -1,4 +1,4 @@
-"""What recall shows of an episode: the lines that matched, under their roles (recall.snippets)."""
+"""What recall shows of an episode: the lines that matched, under their roles (memctl.snippets)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memctl import Memory
-from memctl.recall.snippets import HIT_END, HIT_START, SNIPPET_CHARS, snippet
+from memctl.snippets import HIT_END, HIT_START, SNIPPET_CHARS, snippet
 
 
 def marked(text: str, *words: str) -> str:

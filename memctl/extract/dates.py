@@ -16,6 +16,8 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from memctl.times import MIDNIGHT
+
 if TYPE_CHECKING:  # the model needs pydantic, which recall (a user of this module) does not load
     from memctl.model import Precision
 
@@ -167,7 +169,6 @@ def is_time_word(word: str) -> bool:
     return word in MONTH_NUMBER or bool(_TIME_WORD.match(word))
 
 
-MIDNIGHT = "T00:00:00.000000Z"  # what follows the day in a stored instant at clean midnight UTC
 
 
 def is_extraction_day_midnight(stored: str, extracted_at: str) -> bool:

@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 from memctl import times
 from memctl.extract import dates
 from memctl.model import Assertion, Evidence, Precision
+from memctl.times import MIDNIGHT
 
 # finest first: a date named as a day is also the first day of its month
 PRECISIONS: tuple[Precision, ...] = ("instant", "day", "month", "quarter", "year")
@@ -121,7 +122,7 @@ def _dates_of_span(span: str | None, text: str, reference_time: str) -> list[_Sp
     """The dates that ``span`` names, earliest first, if the span really is in the text."""
     if not span or span not in text:
         return []
-    return [_SpanDate(f"{day}{dates.MIDNIGHT}", day, named)
+    return [_SpanDate(f"{day}{MIDNIGHT}", day, named)
             for day, named in sorted(stated_dates(span, reference_time).items())]
 
 
@@ -142,7 +143,7 @@ def _coarser_in_text(stored: str | None, precision: str | None, evidence: str | 
                      stated: Mapping[str, Stated]) -> Stated | None:
     """What the text states when a date claims more of it than the text gives: a day at
     the start of a month, quarter or year the text names only as such."""
-    if stored is None or evidence == "reference" or not stored.endswith(dates.MIDNIGHT):
+    if stored is None or evidence == "reference" or not stored.endswith(MIDNIGHT):
         return None
     named = stated.get(stored[:10])
     if named is None or named.precision in ("instant", "day") or not (

@@ -49,7 +49,7 @@ def recall(db: Queryable, query: str, *, now: str, as_of: str | None = None, kno
     time is ``known_at``, or else ``now``: the asking time. Times take any ISO-8601 form.
     Without ``since`` or ``until``, a time the question names ("in June 2024", "two weeks
     ago") is its ``since``/``until``, read from the asking time (``recall.when``).
-    Episodes come as snippets of the lines that matched (``recall.snippets``), with their
+    Episodes come as snippets of the lines that matched (``memctl.snippets``), with their
     whole text too when ``full``.
     """
     check_limit(limit)

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from memctl.extract.dates import MIDNIGHT
 from memctl.store import in_chunks
+from memctl.times import MIDNIGHT
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -617,10 +617,10 @@ def fact_timelines(db: Queryable, fact_ids: list[int]) -> dict[int, tuple]:
 
 def episodes_by_id(db: Queryable, episode_ids: list[str], match: str | None, *, full: bool = False) -> dict[str, EpisodeHit]:
     """The episodes, each with a snippet of the lines holding the words ``match`` found in
-    it (``recall.snippets``), or of its opening when they are not in its text (or no
+    it (``memctl.snippets``), or of its opening when they are not in its text (or no
     ``match``), longer for the first few (``episode_ids`` best first); with ``full``, its
     whole text too."""
-    from memctl.recall.snippets import HIT_END, HIT_START, room_at, snippet
+    from memctl.snippets import HIT_END, HIT_START, room_at, snippet
 
     texts: dict[str, str] = {}
     found: dict[str, EpisodeHit] = {}
