@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from memctl.errors import BadInput, FileRefused
 from memctl.extract import Extractor
+from memctl.long_operation import LongOperation
 from memctl.model import Episode
 from memctl.reports import IngestReport
 from memctl.sources import (
@@ -31,12 +32,11 @@ from memctl.sources import (
     format_of,
     parse,
 )
-from memctl.store import BATCH_EPISODES, BATCH_MOST_EPISODES, BATCH_WRITE_SECONDS, batches, next_batch_size, underived
+from memctl.store import BATCH_EPISODES, BATCH_MOST_EPISODES, BATCH_WRITE_SECONDS, batches, next_batch_size
 from memctl.store import operations as journal
-from memctl.store.connection import Clock, transaction_time, write_transaction
+from memctl.store.connection import Clock
 from memctl.store.episodes import Added, rename, sort_new, store_episodes
 from memctl.store.facts import SlotChanges
-from memctl.store.turns import let_others_in
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -79,25 +79,21 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
     store (fewer commits rewrite fewer index pages), up to BATCH_MOST_EPISODES.
     """
     report = report or IngestReport()
-    entry = None
-    owed: underived.Owed | None = None
 
     def derived(changes: SlotChanges) -> None:
-        assert entry is not None
+        assert operation.entry is not None
         count_facts(report, changes)
-        save_counts(db, entry, report)
+        save_counts(db, operation.entry, report)
 
-    size, first = batch_size or BATCH_EPISODES, time.monotonic()
-    try:
+    operation = LongOperation(db, clock, derived)
+    size = batch_size or BATCH_EPISODES
+    with operation.running():
         # Asked anew for each batch: the size the last one's time gave (late binding is the point).
         for batch in batches(episodes, lambda: size):  # noqa: B023
             for episode in batch:
                 report.count(episode)
-            if entry is not None:
-                let_others_in(db, first)
             began = time.monotonic()
-            with write_transaction(db):
-                at = transaction_time(db, clock)
+            with operation.batch() as at:
                 added = sort_new(db, batch)
                 report.already_present += len(added.already_present)
                 report.kept_readings += len(added.kept)
@@ -105,32 +101,21 @@ def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *,
                 report.extracted_pending += len(added.extracted)
                 if not added.to_store:
                     continue
-                if entry is None:
-                    entry = journal.record(db, "ingest", at, {"extractor": report.extractor, **(command or {})},
-                                           "running")
-                    owed = underived.Owed(entry.id)
-                assert owed is not None
+                entry = operation.entry or operation.start(
+                    "ingest", at, {"extractor": report.extractor, **(command or {})})
+                assert entry is not None and operation.owed is not None
                 store_episodes(db, added, at, entry.id)
                 tally(report, added)
                 rename(db, added.touched)
-                owed.add(db, added.touched, at)
+                operation.owed.add(db, added.touched, at)
                 save_counts(db, entry, report)
             if batch_size is None:
                 size = next_batch_size(size, time.monotonic() - began, BATCH_WRITE_SECONDS, least=BATCH_EPISODES,
                                        most=BATCH_MOST_EPISODES)
-            if owed is not None:
-                owed.derive_if_due(db, clock, derived)
-        if owed is not None:
-            owed.derive(db, clock, derived)
-    except BaseException:
-        # Committed batches stay (each holds whole episodes); say the rest never came.
-        if entry is not None and owed is not None:
-            journal.finish_apart(db, clock, entry.id, "interrupted")
-            owed.derive_if_it_can(db, clock, derived)
-        raise
-    if entry is not None:
-        report.operation_id = entry.id
-        journal.finish_apart(db, clock, entry.id, "done")
+            operation.derive_if_due()
+    if operation.entry is not None:
+        report.operation_id = operation.entry.id
+        journal.finish_apart(db, clock, operation.entry.id, "done")
     return report
 
 

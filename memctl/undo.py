@@ -12,14 +12,14 @@ plan is exactly what applying it does.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from memctl import repair
 from memctl.effects import effects
 from memctl.errors import Ambiguous, BadInput, NotFound, NotUndoable
+from memctl.long_operation import LongOperation
 from memctl.reports import UndoKind, UndoPlan
 from memctl.store import Queryable, next_batch_size, reads, underived
 from memctl.store import operations as journal
@@ -45,7 +45,6 @@ from memctl.store.episodes import (
     revert_undo,
 )
 from memctl.store.facts import OperationChanges, SlotChanges
-from memctl.store.turns import let_others_in
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -115,8 +114,6 @@ def _operation(db: Database, target: str) -> tuple[str, str] | None:
 UNDO_FIRST_BATCH = 250
 UNDO_MAX_BATCH = 20000
 UNDO_BATCH_SECONDS = 1.5
-# What a preview's batches owe their facts as, in the transaction it rolls back.
-PREVIEWED = "preview"
 # A preview of more episodes than this runs on a copy of the file rather than holding the
 # write lock while it is done and rolled back; a smaller one is not worth copying the file.
 PREVIEW_ON_A_COPY = 2000
@@ -160,20 +157,17 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
     journal: running until its last batch, else interrupted. Undoing it puts back the
     episodes its batches took out, and its effects are what all of them did together.
     """
-    batch_transaction = write_transaction if command is not None else _in_callers_transaction
     changes = OperationChanges()
-    entry = None
-    owed = None  # the facts of the batches after the first are derived together
+    operation = LongOperation(db, clock, changes.absorb, preview=command is None)
     # Read before the write lock: a whole ingest's 333k episodes take seconds to look up,
     # which the first batch would hold the lock for. Read again under the lock only if
     # another connection committed in between.
     seen = data_version(db)
     states = reads.episode_states(db, episode_ids)
-    try:
-        with batch_transaction(db):
+    with operation.running():
+        with operation.batch() as at:
             if data_version(db) != seen:
                 states = reads.episode_states(db, episode_ids)
-            at = transaction_time(db, clock)
             touched = Touched()
             # The ingest operations named: undoing one also gives back the readings it
             # replaced (its revised episodes); a purge erases those with the rest.
@@ -190,39 +184,27 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
             # Latest first: each batch then takes the ends of timelines off, where a slot's
             # facts end rather than split and rejoin, and the next batch finds less to redo.
             ordered = sorted(plan.episodes, key=lambda e: (states[e][1], e), reverse=True)
-            if command is not None and (plan.episodes or plan.revisions_reverted):
-                entry = journal.record(db, "undo", at, command, "running")
-                entry.episode_ids = []
             # A purge erases fact versions: it needs them exact at once. A preview owes as the
             # undo it shows would: it then costs what that does.
-            if not plan.purge and (entry is not None or command is None):
-                owed = underived.Owed(entry.id if entry is not None else PREVIEWED, tentative=entry is None)
-                owed.taking_out(db, plan.episodes)
+            if command is None or plan.episodes or plan.revisions_reverted:
+                entry = operation.start("undo", at, command or {}, owes=not plan.purge)
+                if entry is not None:
+                    entry.episode_ids = []
+                if operation.owed is not None:
+                    operation.owed.taking_out(db, plan.episodes)
             size, began = UNDO_FIRST_BATCH, time.monotonic()
-            first = began
-            changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, entry))
+            changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, operation.entry))
         start = size
         while start < len(ordered):
             size = next_batch_size(size, time.monotonic() - began, UNDO_BATCH_SECONDS, least=100, most=UNDO_MAX_BATCH)
-            if command is not None:
-                let_others_in(db, first)
-            with batch_transaction(db):
+            with operation.batch() as at:
                 began = time.monotonic()
-                at = transaction_time(db, clock)
-                changes.absorb(_undo_batch(db, at, ordered[start:start + size], Touched(), plan.purge, entry, owed))
+                changes.absorb(_undo_batch(db, at, ordered[start:start + size], Touched(), plan.purge,
+                                           operation.entry, operation.owed))
             start += size
-            if owed is not None:
-                owed.derive_if_due(db, clock, changes.absorb)
-        if owed is not None:
-            owed.derive(db, clock, changes.absorb)
-    except BaseException:
-        # Committed batches stay (each a consistent state); the journal says the rest never came.
-        if entry is not None:
-            journal.finish_apart(db, clock, entry.id, "interrupted")
-            if owed is not None:
-                owed.derive_if_it_can(db, clock, changes.absorb)
-        raise
+            operation.derive_if_due()
     plan.effects = effects(db, changes)
+    entry = operation.entry
     if entry is not None:
         with write_transaction(db):
             entry.counts = {"episodes": len(plan.episodes), **plan.effects.counts()}
@@ -230,11 +212,6 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
             journal.save_counts(db, entry)
             journal.finish(db, entry.id, "done", transaction_time(db, clock))
         plan.applied, plan.operation_id = True, entry.id
-
-
-@contextmanager
-def _in_callers_transaction(db: Database) -> Iterator[Database]:
-    yield db
 
 
 def _undo_batch(db: Database, at: str, episode_ids: list[str], touched: Touched, purge: bool,

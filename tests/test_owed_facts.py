@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memctl import ingest as ingest_module
-from memctl import times
+from memctl import long_operation, times
 from memctl import undo as undo_module
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
@@ -394,8 +394,9 @@ def test_an_ingest_sizes_its_batches_by_how_long_the_last_took_unless_told(memor
 
 
 def between_undo_batches(batches: int, look: Callable[[], None]):
-    """``undo.let_others_in``, calling ``look`` once that many batches have committed, before the next begins."""
-    let_others_in = undo_module.let_others_in
+    """``long_operation.let_others_in`` (between an undo's batches), calling ``look`` once that
+    many batches have committed, before the next begins."""
+    let_others_in = long_operation.let_others_in
     calls = []
 
     def watched(*args, **kwargs):
@@ -430,7 +431,7 @@ def test_a_slot_the_undo_leaves_empty_loses_its_facts_in_the_batch_that_first_ch
                                                 "WHERE s.name = 'billing' AND a.expired_at IS NULL").fetchone()[0]
 
     # Latest first: episode 23 (svc11) alone, then 22 (billing) and 21 (svc10), then ...
-    monkeypatch.setattr(undo_module, "let_others_in", between_undo_batches(2, look_further))
+    monkeypatch.setattr(long_operation, "let_others_in", between_undo_batches(2, look_further))
     plan = memory.undo([operation], apply=True)
     # billing still has ten episodes to go, and no fact already; it is owed, whole.
     assert seen["billing"] == [] and seen["billing_said"] == 11
@@ -461,7 +462,7 @@ def test_facts_an_undo_ended_early_come_back_if_it_stops_before_its_end(tmp_path
     def stop() -> None:
         raise OSError("disk gone")
 
-    monkeypatch.setattr(undo_module, "let_others_in", between_undo_batches(3, stop))
+    monkeypatch.setattr(long_operation, "let_others_in", between_undo_batches(3, stop))
     monkeypatch.setattr(underived.Owed, "derive", cannot_derive)
     with pytest.raises(OSError):
         memory.undo([operation], apply=True)
