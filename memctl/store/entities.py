@@ -30,13 +30,17 @@ def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]
     known = aliases.known_aliases()
     readings = {form: aliases.reading(form, known) for form in surface_forms}
     found, own = _held(db, {key for r in readings.values() for key in (r.key, r.plain)})
+    unknown = [form for form in sorted(surface_forms) if readings[form].key not in found]
+    # Each group's entities, read at once for the names not known yet (a backfill's many).
+    groups = _groups(db, {readings[form].group for form in unknown})
+    merging = any_merges(db)
     new_resolutions = []
     # In sorted order, so that a batch resolves alike in whatever order its names came.
-    for form in sorted(surface_forms):
+    for form in unknown:
         reading = readings[form]
-        if reading.key in found:
+        if reading.key in found:  # another spelling of this batch had the key
             continue
-        by_group = None if reading.plain in found else _by_group(db, reading)
+        by_group = None if reading.plain in found else _by_group(db, reading, groups.get(reading.group, []), merging)
         if reading.plain in found:  # "the billing service" is what "billing service" is
             entity_id, rules = found[reading.plain], reading.rules
             if reading.plain in own:  # its own name, not resolved: only the article or possessive came off
@@ -51,12 +55,13 @@ def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]
             assert inserted.lastrowid is not None  # an INSERT into a rowid table always has one
             found[reading.key] = inserted.lastrowid
             own.add(reading.key)
+            groups.setdefault(reading.group, []).append((inserted.lastrowid, reading.key))
             continue
         found[reading.key] = entity_id
         new_resolutions.append((reading.key, entity_id, ", ".join(rules) or "alias", at))
     db.conn.executemany("INSERT INTO resolutions (name_key, entity_id, rule, created_at) VALUES (?, ?, ?, ?)",
                         new_resolutions)
-    into = merged_into(db, set(found.values()))
+    into = merged_into(db, set(found.values())) if merging else {}
     return {form: into.get(found[readings[form].key], found[readings[form].key]) for form in surface_forms}
 
 
@@ -74,13 +79,28 @@ def _held(db: Queryable, keys: set[str]) -> tuple[dict[str, int], set[str]]:
     return found, own
 
 
-def _by_group(db: Queryable, reading: aliases.Reading) -> tuple[int, str] | None:
-    """The entity a name whose key no entity has resolves to by its group, with that
-    entity's own key; None: a new one."""
-    members = db.execute("SELECT id, name_key FROM entities WHERE group_key = ?", [reading.group]).fetchall()
+def _groups(db: Queryable, group_keys: set[str]) -> dict[str, list[tuple[int, str]]]:
+    """Group key -> its entities, (id, own key), in id order."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for chunk, marks in in_chunks(sorted(group_keys)):
+        for entity_id, key, group in db.execute(
+                f"SELECT id, name_key, group_key FROM entities WHERE group_key IN ({marks}) ORDER BY id", chunk):
+            found.setdefault(group, []).append((entity_id, key))
+    return found
+
+
+def any_merges(db: Queryable) -> bool:
+    """Whether any merge holds: most stores have none, and then no name needs following."""
+    return db.execute("SELECT 1 FROM merges WHERE expired_at IS NULL LIMIT 1").fetchone() is not None
+
+
+def _by_group(db: Queryable, reading: aliases.Reading, members: list[tuple[int, str]],
+              merging: bool) -> tuple[int, str] | None:
+    """The entity a name whose key no entity has resolves to by its group (``members``:
+    the group's entities), with that entity's own key; None: a new one."""
     if not members:
         return None
-    held = merged_into(db, {entity_id for entity_id, _ in members})
+    held = merged_into(db, {entity_id for entity_id, _ in members}) if merging else {}
     if len({held.get(entity_id, entity_id) for entity_id, _ in members}) > 1:
         return None  # the group names two things the store keeps apart: which is meant is unknown
     entity_id, key = members[0]
@@ -126,7 +146,7 @@ def named(db: Queryable, name: str) -> int:
     """The entity ``name`` resolves to now (as a new mention of it would); NotFound if none."""
     reading = aliases.reading(name)
     held, _ = _held(db, {reading.key, reading.plain})
-    by_group = None if held else _by_group(db, reading)
+    by_group = None if held else _by_group(db, reading, _groups(db, {reading.group}).get(reading.group, []), True)
     entity_id = held.get(reading.key, held.get(reading.plain)) if held else by_group[0] if by_group else None
     if entity_id is None:
         raise NotFound(f"no entity named {name!r}; `memctl entities` lists them")
