@@ -10,11 +10,15 @@ slot ("primary_database: Postgres"). memctl merges none of them itself.
 from __future__ import annotations
 
 from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
 
 from memctl import names
 from memctl.results import Entity, SimilarEntities
 from memctl.store import Queryable
 from memctl.store import entities as store
+
+if TYPE_CHECKING:
+    from memctl.embeddings import Embedder
 
 # Names at least this alike (difflib's ratio of their keys) are a candidate pair.
 ALIKE = 0.84
@@ -74,8 +78,9 @@ def _how(key: str, own_key: str, merged_keys: set[str], rules: dict[str, str]) -
     return "merge" if key in merged_keys or key not in rules else rules[key]
 
 
-def similar(db: Queryable, *, limit: int | None = None) -> list[SimilarEntities]:
-    """Pairs of entities that may be one thing, the likeliest first (module docstring)."""
+def similar(db: Queryable, *, limit: int | None = None, embedder: Embedder | None = None) -> list[SimilarEntities]:
+    """Pairs of entities that may be one thing, the likeliest first (module docstring);
+    with ``embedder``, also those whose names' vectors are close (``names_meaning_alike``)."""
     written = store.written_names(db)
     into = store.merged_into(db, set(written))
     kept = sorted({into.get(e, e) for e in written})
@@ -117,11 +122,45 @@ def similar(db: Queryable, *, limit: int | None = None) -> list[SimilarEntities]
         said = ", ".join(f"{predicate} {shown.get(value, (str(value),))[0]}" for predicate, value in values[:3])
         reasons.setdefault(pair, []).append(f"same value in a one-valued slot: {said}")
         scores[pair] = scores.get(pair, 0.0) + 0.3 * len(values)
+    if embedder is not None:
+        mentions = {entity_id: sum(written.get(entity_id, {}).values()) for entity_id in kept}
+        most = sorted(kept, key=lambda e: (-mentions[e], e))[:EMBEDDED_NAMES]
+        for pair, cosine in names_meaning_alike(embedder, [(e, rows[e][0]) for e in most]).items():
+            reasons.setdefault(pair, []).append(f"names mean alike (cosine {cosine:.2f})")
+            scores[pair] = scores.get(pair, 0.0) + 0.5 * cosine
     rows = store.entity_rows(db, {e for pair in reasons for e in pair})
     found = [SimilarEntities(first=rows[a][0], second=rows[b][0], reasons=reasons[(a, b)], score=round(scores[(a, b)], 3))
              for a, b in reasons]
     found.sort(key=lambda pair: (-pair.score, names.entity_key(pair.first), names.entity_key(pair.second)))
     return found[:limit]
+
+
+# Names of at most this many entities (the most mentioned) are embedded for --similar: each
+# run embeds them anew, and an endpoint charges by the call.
+EMBEDDED_NAMES = 5000
+# Cosine similarity of two names' vectors from which they are a candidate pair.
+MEANING_ALIKE = 0.9
+
+
+def names_meaning_alike(embedder: Embedder, named: list[tuple[int, str]]) -> dict[tuple[int, int], float]:
+    """Pairs (lower id first) of these (entity id, name) whose names' vectors are at least
+    MEANING_ALIKE alike, with that cosine; compared a block of rows at a time, so that
+    5,000 names never make a 5,000 × 5,000 matrix."""
+    import numpy as np
+
+    if len(named) < 2:
+        return {}
+    vectors = np.asarray(embedder.embed([name for _, name in named]), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    found: dict[tuple[int, int], float] = {}
+    for start in range(0, len(named), 512):
+        block = vectors[start:start + 512] @ vectors.T
+        for i, j in zip(*np.nonzero(block >= MEANING_ALIKE)):
+            row = start + int(i)
+            if row < int(j):
+                a, b = named[row][0], named[int(j)][0]
+                found[(min(a, b), max(a, b))] = float(block[i, j])
+    return found
 
 
 def _inside(a: str, b: str) -> str | None:

@@ -457,13 +457,16 @@ class Memory:
 
     def similar_entities(self, *, limit: int | None = None) -> list[SimilarEntities]:
         """Pairs of entities that may be one thing under two names, the likeliest first, with
-        why: candidates for ``merge``; memctl merges none itself."""
+        why: candidates for ``merge``; memctl merges none itself. With an embeddings model
+        configured, names whose vectors are close are paired too."""
         from memctl import entities
+        from memctl.embeddings import configured_embedder
 
         if limit is not None:
             check_limit(limit)
+        embedder = configured_embedder(self.embeddings_model)
         with self.connections.reading() as db:
-            return entities.similar(db, limit=limit)
+            return entities.similar(db, limit=limit, embedder=embedder)
 
     def path(self) -> Path:
         """The database file (``:memory:`` for a memory that has none)."""

@@ -226,6 +226,37 @@ def test_similar_lists_candidates_with_reasons_and_merges_none(cli, tmp_path):
     assert cli("entities", "--json").json() == before
 
 
+def test_similar_pairs_names_that_mean_alike_with_an_embeddings_model(memory, tmp_path, monkeypatch):
+    """With an embeddings model, names whose vectors are close are candidates too; a model
+    that cannot be reached is an error, not a shorter list said to be whole."""
+    from memctl.errors import LLMUnavailable
+
+    vectors = {"auth": [1.0, 0.0, 0.1], "login service": [0.98, 0.05, 0.12], "billing": [0.0, 1.0, 0.0],
+               "ledger": [0.1, 0.2, 1.0]}
+
+    class Names:
+        """The vectors above; any other name a direction of its own."""
+
+        def embed(self, texts):
+            others = sorted(set(texts) - set(vectors))
+            return [vectors[text] + [0.0] * len(others) if text in vectors
+                    else [0.0, 0.0, 0.0] + [float(text == other) for other in others] for text in texts]
+
+    class Down:
+        def embed(self, texts):
+            raise LLMUnavailable("the embeddings endpoint cannot be reached")
+
+    ingest(memory, tmp_path, *[statement(name, "owner", f"team {n}", "2024-01-01") for n, name in enumerate(vectors)])
+    monkeypatch.setattr("memctl.embeddings.configured_embedder", lambda *args, **kwargs: Names())
+    pairs = {(p.first, p.second): p.reasons for p in memory.similar_entities()}
+    assert any("names mean alike" in reason for reason in pairs[("auth", "login service")])
+    assert not any("names mean alike" in r for pair, reasons in pairs.items() if pair != ("auth", "login service")
+                   for r in reasons)
+    monkeypatch.setattr("memctl.embeddings.configured_embedder", lambda *args, **kwargs: Down())
+    with pytest.raises(LLMUnavailable):
+        memory.similar_entities()
+
+
 def test_the_llm_path_lists_known_entities_and_resolves_a_near_duplicate(memory, tmp_path):
     """The model is shown the entities in view by their names; one that names a known
     thing another way is resolved by the same rules."""
