@@ -35,13 +35,14 @@ def recalled(result: RecallResult, show: Callable[[RecallResult], None]) -> int:
 
 def open_memory(*, must_exist: bool = True, embeddings_model: str | None = None) -> Memory:
     from memctl.memory import Memory
-    from memctl.store.connection import default_path
+    from memctl.store.connection import default_path, refuse_url
 
     # A quoted "~/memory.db" reaches us unexpanded; "" names the current folder.
     path = Path(State.db_path or default_path()).expanduser()
     if path.is_dir():
         raise BadInput(f"{'--db' if State.db_path is not None else 'MEMCTL_DB'} {str(State.db_path or path)!r} "
                        "is a folder; name a database file (e.g. memory.db)")
+    refuse_url(path)
     if must_exist and _holds_nothing(path):
         raise NotFound(f"no memory at {path} yet; run 'memctl ingest' first (or pass --db)")
     memory = Memory.open(path, embeddings_model=embeddings_model)

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from memctl.errors import BadInput
+from memctl.memory import Memory
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "team.facts.jsonl"
 
 
@@ -28,6 +33,21 @@ def test_memctl_db_with_a_tilde_is_the_home_folder(raw_cli, monkeypatch, tmp_pat
 def test_an_empty_db_is_bad_input_not_an_internal_error(raw_cli):
     run = raw_cli("--db", "", "stats")
     assert run.code == 2 and "is a folder; name a database file" in run.err and "internal error" not in run.err
+
+
+@pytest.mark.parametrize("url", ["postgresql://me@localhost/memory", "postgres://h/db", "https://example.org/m.db"])
+def test_a_url_is_refused_and_makes_no_file(raw_cli, tmp_path, monkeypatch, url):
+    """As a path, a PostgreSQL URL made a SQLite file in a folder named "postgresql:"."""
+    monkeypatch.chdir(tmp_path)
+    for args in (("--db", url, "add", "billing uses Postgres", "--reference-time", "2024-01-01"),
+                 ("--db", url, "stats"), ("--db", url, "recall", "billing", "--json")):
+        run = raw_cli(*args)
+        assert run.code == 2 and run.err.count("\n") == 1 and url in run.err, (args, run.err)
+    monkeypatch.setenv("MEMCTL_DB", url)
+    assert raw_cli("ingest", FIXTURE).code == 2
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(BadInput, match="URL|PostgreSQL"):
+        Memory.open(url)
 
 
 def test_a_missing_path_leaves_no_database_behind(cli, db_path, tmp_path):

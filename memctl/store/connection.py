@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -84,12 +85,28 @@ def connect_to_read(path: Path, *, foreign: bool = False) -> sqlite3.Connection:
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+# A scheme and a slash: what a URL keeps of itself once made a Path ("postgresql:/host/db").
+# Two letters at least, so that a Windows drive ("C:/") is a path.
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+):/")
+
+
+def refuse_url(path: Path) -> None:
+    """BadInput for a URL given as the database: as a path, ``postgresql://host/db`` would
+    become a SQLite file in a folder named ``postgresql:``."""
+    if (url := _URL.match(str(path))) is not None:
+        shown = str(path) if str(path).startswith(f"{url[1]}://") else str(path).replace(":/", "://", 1)
+        if url[1].lower() in ("postgresql", "postgres"):
+            raise BadInput(f"{shown}: this memctl keeps its memory in a SQLite file, not on a PostgreSQL server yet; "
+                           "give the file's path")
+        raise BadInput(f"{shown} is a URL; give the path of a memctl database file")
 
 
 def check_file(path: Path) -> None:
     """Refuse, before anything opens it (let alone writes to it), a path that is no memctl
     database: a directory, a device or pipe, a file of another kind, or another program's
-    SQLite database. A missing or empty file is a new memory. Raises BadInput."""
+    SQLite database, or a URL (``refuse_url``). A missing or empty file is a new memory.
+    Raises BadInput."""
+    refuse_url(path)
     if str(path) == ":memory:" or not path.exists():
         return
     if path.is_dir():
