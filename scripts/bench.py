@@ -12,6 +12,7 @@
     python scripts/bench.py --backfill [--sizes 10000,100000,1000000] [--rows help,llm] [--markdown]  # issue 15's table
     python scripts/bench.py --imports [--process-runs 10]  # what starting each command costs, and what it imports
     python scripts/bench.py --resolution [--resolution-statements 3600]  # entity resolution, with and without
+    python scripts/bench.py --concurrency [--concurrency-writers 1,2,4,8] [--concurrency-adds 60]  # writers at once
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -1641,6 +1642,11 @@ def main() -> None:
                              "with and without resolution")
     parser.add_argument("--resolution-statements", type=int, default=3600, help="with --resolution")
     parser.add_argument("--resolution-entities", type=int, default=0, help="with --resolution (0: all 163)")
+    parser.add_argument("--concurrency", action="store_true",
+                        help="only many writer processes at once on one store, with a reader: throughput, errors, "
+                             "lost writes")
+    parser.add_argument("--concurrency-writers", default="1,2,4,8", help="with --concurrency")
+    parser.add_argument("--concurrency-adds", type=int, default=60, help="with --concurrency: writes per writer")
     parser.add_argument("--imports", action="store_true",
                         help="only what starting each command costs: whole process, and its imports")
     parser.add_argument("--assertions", type=int, default=100_000)
@@ -1690,6 +1696,13 @@ def main() -> None:
         # The stream ingested as one facts file and as time-ordered chunk files (a backfill),
         # each with memctl's resolution and without it (exact keys only); the table goes to stderr.
         print(json.dumps(resolution_benchmark(args.seed, args.resolution_entities, args.resolution_statements)))
+        return
+    if args.concurrency:
+        from concurrency import concurrency_benchmark, table
+
+        result = concurrency_benchmark([int(n) for n in args.concurrency_writers.split(",")], args.concurrency_adds)
+        log(table(result))
+        print(json.dumps(result))
         return
     if args.imports:
         with tempfile.TemporaryDirectory(prefix="memctl-imports-") as tmp:
