@@ -124,3 +124,37 @@ def utc(text: str) -> str:
 
 
 __all__ = ["REALDATA", "needs_realdata", "Run", "write_jsonl", "FakeClock", "current_facts", "utc", "timezone"]
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server for the session (tests/postgres_server.py): skipped outside CI
+    when none can be had, saying why; in CI, a failure."""
+    from tests.postgres_server import NoServer, start
+
+    try:
+        server = start()
+    except NoServer as why:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs the PostgreSQL tests and no server could be started: {why}")
+        pytest.skip(f"no PostgreSQL server: {why}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres(postgres_server):
+    """A connection to a new, empty database on the session's server, dropped after."""
+    psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
+    import uuid
+
+    name = f"memctl_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    url = postgres_server.url.replace("///postgres?", f"///{name}?", 1) if "///postgres?" in postgres_server.url \
+        else f"{postgres_server.url.rstrip('/')}/{name}"
+    conn = psycopg.connect(url, autocommit=True)
+    yield conn
+    conn.close()
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)'.encode())
