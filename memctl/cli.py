@@ -1190,6 +1190,31 @@ def backup(
 
 
 @app.command()
+def copy(
+    source: Annotated[str, typer.Argument(help="The store to copy: a file's path, or a postgresql:// URL.")],
+    target: Annotated[str, typer.Argument(help="A new file, or an empty PostgreSQL database (postgresql://...).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Copy a whole store into a new one, SQLite to PostgreSQL or back: every episode,
+    statement and fact with both time axes, the journal and the caches. The target is
+    written in one transaction: if the copy fails, it stays empty. (memctl itself runs on
+    SQLite files for now; its PostgreSQL backend is being built.)
+
+    Example: memctl copy ~/.local/share/memctl/memory.db postgresql://me@db.internal/memory
+    """
+    from memctl import times
+    from memctl.copying import copy as copy_store
+    from memctl.store.connection import system_clock
+
+    copied = copy_store(source, target, times.to_storage(system_clock()))
+    if as_json:
+        _print_json(copied)
+    else:
+        typer.echo(f"{copied.target}: {sum(copied.rows.values()):,} rows from {copied.source} "
+                   f"({copied.rows.get('episodes', 0):,} episodes, {copied.rows.get('facts', 0):,} fact versions)")
+
+
+@app.command()
 def export(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this new file "
                                                                           "(default: stdout).")] = None,

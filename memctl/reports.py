@@ -234,6 +234,15 @@ class Settlement(WithEffects):
 
 
 @record
+class Copied(Record):
+    """What ``memctl copy`` moved: the rows of each table, from one store into another."""
+
+    source: str
+    target: str
+    rows: dict[str, int] = field(default_factory=dict)
+
+
+@record
 class Merged(WithEffects):
     """What ``memctl merge`` or ``memctl split`` does (``memctl.merging``): the entity kept
     (``into``), the one merged into it or the name split off it (``merged``), how many
