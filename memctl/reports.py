@@ -213,24 +213,32 @@ class SummaryCounts(Record):
         return bool(self.refreshed or self.skipped or self.sessions_written or self.sessions_skipped)
 
 
-@record
-class Settlement(WithEffects):
-    """What ``memctl resolve`` does to a conflict: the value kept, the statements of the
-    others taken out (``dropped``: each with its value, episode and sentence), and what
-    that does to the current facts. A preview unless ``applied``."""
+@dataclass(repr=False, eq=False, kw_only=True)
+class PlannedChange(WithEffects):
+    """A change made in one transaction and journaled as one operation, previewed unless
+    ``applied`` (resolve, merge, split): what it does to the current facts, its operation,
+    and what the summary gate did after it."""
 
-    conflict_id: str
-    keep: str
-    dropped: list[dict[str, Any]] = field(default_factory=list)
     effects: Effects = field(default_factory=Effects)
     applied: bool = False
     operation_id: str | None = None
-    summaries: SummaryCounts | None = None  # what the summary gate did after it
+    summaries: SummaryCounts | None = None
 
     _OMITTED_WHEN_NONE = frozenset({"summaries"})
 
     def to_json(self) -> dict[str, Any]:
         return self.flattened(super().to_json(), last=("applied", "operation_id"))
+
+
+@record
+class Settlement(PlannedChange):
+    """What ``memctl resolve`` does to a conflict: the value kept, the statements of the
+    others taken out (``dropped``: each with its value, episode and sentence), and what
+    that does to the current facts."""
+
+    conflict_id: str
+    keep: str
+    dropped: list[dict[str, Any]] = field(default_factory=list)
 
 
 @record
@@ -243,25 +251,15 @@ class Copied(Record):
 
 
 @record
-class Merged(WithEffects):
+class Merged(PlannedChange):
     """What ``memctl merge`` or ``memctl split`` does (``memctl.merging``): the entity kept
     (``into``), the one merged into it or the name split off it (``merged``), how many
-    statements now name another entity, and what that does to the current facts. A
-    preview unless ``applied``."""
+    statements now name another entity, and what that does to the current facts."""
 
     kind: str  # merge | split
     into: str
     merged: str
     assertions: int = 0
-    effects: Effects = field(default_factory=Effects)
-    applied: bool = False
-    operation_id: str | None = None
-    summaries: SummaryCounts | None = None  # what the summary gate did after it
-
-    _OMITTED_WHEN_NONE = frozenset({"summaries"})
-
-    def to_json(self) -> dict[str, Any]:
-        return self.flattened(super().to_json(), last=("applied", "operation_id"))
 
 
 @record
