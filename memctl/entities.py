@@ -13,6 +13,7 @@ from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
 from memctl import names
+from memctl.errors import MissingExtra
 from memctl.results import Entity, SimilarEntities
 from memctl.store import Queryable
 from memctl.store import entities as store
@@ -146,7 +147,10 @@ def names_meaning_alike(embedder: Embedder, named: list[tuple[int, str]]) -> dic
     """Pairs (lower id first) of these (entity id, name) whose names' vectors are at least
     MEANING_ALIKE alike, with that cosine; compared a block of rows at a time, so that
     5,000 names never make a 5,000 × 5,000 matrix."""
-    import numpy as np
+    try:
+        import numpy as np
+    except ModuleNotFoundError:
+        raise MissingExtra("comparing entity names by their vectors", "embeddings") from None
 
     if len(named) < 2:
         return {}
