@@ -38,11 +38,16 @@ class End(Protocol):
 
 class SQLiteEnd:
     def __init__(self, path: Path, *, target: bool):
-        from memctl.store.connection import open_database
+        from memctl.store.connection import Connections, open_database
 
         self.name = str(path)
-        self.db = open_database(path)  # a new target is made and migrated; a source is brought up to date
-        self.target = target
+        self.connections: Connections | None = None
+        if target:
+            self.db: Any = open_database(path)  # made and migrated
+        else:  # read as any reading command reads it: also from a read-only mount
+            self.connections = Connections(path)
+            self._reading = self.connections.reading()
+            self.db = self._reading.__enter__()
 
     def columns(self, table: str) -> list[str]:
         return tables.columns(self.db, table)
@@ -65,7 +70,11 @@ class SQLiteEnd:
             tables.index_episode_texts(self.db)
 
     def close(self) -> None:
-        self.db.conn.close()
+        if self.connections is not None:
+            self._reading.__exit__(None, None, None)
+            self.connections.close()
+        else:
+            self.db.conn.close()
 
 
 class PostgresEnd:

@@ -43,10 +43,12 @@ def a_store(path: Path) -> Memory:
     memory.undo([memory.episodes()[0].id], apply=True)
     memory.add_memory("We moved billing to Aurora.", reference_time="2024-10-01",
                       facts=[{"subject": "billing", "predicate": "primary database", "object": "Aurora"}])
-    with sqlite3.connect(path) as conn:  # what a model and an embedder would have left
+    conn = sqlite3.connect(path)  # what a model and an embedder would have left
+    with conn:
         conn.execute("INSERT INTO llm_cache (key, response, created_at, episode_id) VALUES ('k', '{\"a\": 1}', ?, NULL)",
                      [NOW])
         conn.execute("INSERT INTO embeddings (text_hash, model, vector) VALUES ('h', 'm', ?)", [bytes(range(256))])
+    conn.close()
     return memory
 
 
@@ -98,6 +100,19 @@ def test_a_copy_goes_into_an_empty_store_only_and_leaves_nothing_when_it_fails(t
     with pytest.raises(BadInput, match="assertions cannot be copied into .*; nothing was written"):
         copy(str(broken), str(target), NOW)
     assert tables.is_empty(sqlite3.connect(target))
+
+
+def test_a_store_that_cannot_be_written_is_copied_and_left_as_it_was(tmp_path):
+    from tests.test_startup import read_only, state_of
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    a_store(folder / "m.db").close()
+    before = state_of(folder)
+    with read_only(folder):
+        copied = copy(str(folder / "m.db"), str(tmp_path / "copy.db"), NOW)
+    assert copied.rows["episodes"] == 8 and state_of(folder) == before
+    assert dump(tmp_path / "copy.db") == dump(folder / "m.db")
 
 
 def test_copy_refuses_what_is_no_store_in_one_line(cli, tmp_path):
