@@ -49,7 +49,9 @@ def _bindir() -> Path | None:
 def _run(server: Server, command: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
     if server.user is not None:
         command = ["runuser", "-u", server.user, "--", *command]
-    return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120)
+    # In the cluster's folder: the server's user may not be allowed into this process's
+    # (initdb fails on "could not identify current directory").
+    return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120, cwd=server.folder)
 
 
 def start() -> Server:
