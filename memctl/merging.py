@@ -73,6 +73,7 @@ def split(db: Database, clock: Clock, name: str, *, apply: bool = False) -> Merg
             own = entities.create(db, name, key, at)
         else:
             entities.end_merges(db, at, from_id=own)  # the merges that made it ``holder``
+
         def moved(entity_id: int, form: str) -> int:
             return own if entity_id == holder and names.entity_key(form) == key else entity_id
 
