@@ -41,4 +41,3 @@ def keys_in_text(text: str, longest: int = 4) -> set[str]:
     words = [key for key in map(entity_key, text.split()) if key]
     return {" ".join(words[start:start + length]) for start in range(len(words))
             for length in range(1, longest + 1) if start + length <= len(words)}
-

@@ -520,7 +520,7 @@ def entity_resolution(db: Database) -> None:
     _execute_each(
         db,
         """
-        -- The key a name resolves by when no entity has its own key (memctl/names.py:
+        -- The key a name resolves by when no entity has its own key (memctl/aliases.py:
         -- Reading.group): "the billing service" and "billing" are both "billing".
         ALTER TABLE entities ADD COLUMN group_key TEXT;
         CREATE INDEX entities_group ON entities(group_key);
