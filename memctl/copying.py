@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,13 +41,14 @@ class SQLiteEnd:
         from memctl.store.connection import Connections, open_database
 
         self.name = str(path)
-        self.connections: Connections | None = None
+        self._open = ExitStack()
         if target:
             self.db: Any = open_database(path)  # made and migrated
+            self._open.callback(self.db.conn.close)
         else:  # read as any reading command reads it: also from a read-only mount
-            self.connections = Connections(path)
-            self._reading = self.connections.reading()
-            self.db = self._reading.__enter__()
+            connections = Connections(path)
+            self._open.callback(connections.close)
+            self.db = self._open.enter_context(connections.reading())
 
     def columns(self, table: str) -> list[str]:
         return tables.columns(self.db, table)
@@ -70,11 +71,7 @@ class SQLiteEnd:
             tables.index_episode_texts(self.db)
 
     def close(self) -> None:
-        if self.connections is not None:
-            self._reading.__exit__(None, None, None)
-            self.connections.close()
-        else:
-            self.db.conn.close()
+        self._open.close()
 
 
 class PostgresEnd:
@@ -84,7 +81,9 @@ class PostgresEnd:
         except ModuleNotFoundError:
             raise MissingExtra("a PostgreSQL store", "postgres") from None
         from memctl.postgres import schema
+        from memctl.postgres import tables as pg
 
+        self.pg = pg
         self.name = _POSTGRES_URL.sub("postgresql://", url, count=1)
         try:
             self.conn = psycopg.connect(url, autocommit=True)
@@ -93,33 +92,23 @@ class PostgresEnd:
         schema.apply(self.conn, clock_now)
 
     def columns(self, table: str) -> list[str]:
-        from memctl.postgres import tables as pg
-
-        return pg.columns(self.conn, table)
+        return self.pg.columns(self.conn, table)
 
     def rows(self, table: str) -> Iterator[list[tuple]]:
-        from memctl.postgres import tables as pg
-
-        return pg.rows(self.conn, table)
+        return self.pg.rows(self.conn, table)
 
     def is_empty(self) -> bool:
-        from memctl.postgres import tables as pg
-
-        return pg.is_empty(self.conn, tables.TABLES)
+        return self.pg.is_empty(self.conn, tables.TABLES)
 
     def put(self, table: str, names: list[str], chunk: list[tuple]) -> None:
-        from memctl.postgres import tables as pg
-
-        pg.put(self.conn, table, names, chunk)
+        self.pg.put(self.conn, table, names, chunk)
 
     @contextmanager
     def writing(self) -> Iterator[None]:
-        from memctl.postgres import tables as pg
-
         with self.conn.transaction():
             yield
             for table in tables.TABLES:
-                pg.continue_ids(self.conn, table)
+                self.pg.continue_ids(self.conn, table)
 
     def close(self) -> None:
         self.conn.close()

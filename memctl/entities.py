@@ -32,7 +32,9 @@ def listed(db: Queryable, *, name: str | None = None, limit: int | None = None) 
     """Every entity a held statement names (or the one ``name`` resolves to), the most
     mentioned first, with its names as written and how each came to it."""
     only = {store.named(db, name)} if name is not None else None
-    written = store.written_names(db, _with_merged(db, only))
+    written = store.written_names(db, only)
+    # A merge re-keys the statements it moves; one put back since (an undone resolve) may
+    # still name the merged entity, and is counted with the entity it is now.
     into = store.merged_into(db, set(written))
     by_entity: dict[int, dict[str, int]] = {}
     for entity_id, forms in written.items():
@@ -42,12 +44,10 @@ def listed(db: Queryable, *, name: str | None = None, limit: int | None = None) 
     if only is not None:
         by_entity = {entity_id: forms for entity_id, forms in by_entity.items() if entity_id in only}
     order = sorted(by_entity, key=lambda e: (-sum(by_entity[e].values()), e))[:limit]
-    rows = store.entity_rows(db, set(order) | set(into))
+    sources = store.merged_sources(db, set(order))
+    rows = store.entity_rows(db, set(order) | {source for found in sources.values() for source in found})
     facts = store.current_fact_counts(db, set(order))
-    merged: dict[int, list[str]] = {}
-    for source, target in into.items():
-        merged.setdefault(target, []).append(rows[source][0])
-    merged_keys = {rows[source][1] for source in into}
+    merged_keys = {rows[source][1] for found in sources.values() for source in found}
     keys = {form: names.entity_key(form) for forms in by_entity.values() for form in forms}
     rules = store.resolution_rules(db, set(keys.values()))
     result = []
@@ -55,20 +55,11 @@ def listed(db: Queryable, *, name: str | None = None, limit: int | None = None) 
         own = rows[entity_id][1]
         counted = sorted(by_entity[entity_id].items(), key=lambda item: (-item[1], item[0]))
         result.append(Entity(entity=rows[entity_id][0], facts=facts.get(entity_id, 0),
-                             merged=sorted(merged.get(entity_id, [])),
+                             merged=sorted(rows[source][0] for source in sources.get(entity_id, [])),
                              names=[{"name": form, "mentions": count,
                                      "resolved_by": _how(keys[form], own, merged_keys, rules)}
                                     for form, count in counted]))
     return result
-
-
-def _with_merged(db: Queryable, only: set[int] | None) -> set[int] | None:
-    """The entities named and those merged into them: their statements still name them."""
-    if only is None:
-        return None
-    merged = db.execute(f"SELECT from_id FROM merges WHERE expired_at IS NULL AND into_id IN "
-                        f"({', '.join('?' * len(only))})", sorted(only)).fetchall()
-    return only | {row[0] for row in merged}
 
 
 def _how(key: str, own_key: str, merged_keys: set[str], rules: dict[str, str]) -> str | None:

@@ -160,6 +160,9 @@ def test_a_merge_supersedes_across_both_and_its_undo_is_the_exact_inverse(memory
     assert [(s, o) for s, _, o in current(memory)] == [("billing", "MySQL")]
     assert ("billing", "primary_database", "Postgres", "2024-01-01T00:00:00.000000Z",
             "2024-06-01T00:00:00.000000Z") in every_version(memory)
+    [merged] = memory.entities(name="billing")
+    assert merged.merged == ["payments-core"]
+    assert {n["name"]: n["resolved_by"] for n in merged.names}["payments-core"] == "merge"
     # Later mentions of the merged name are billing.
     ingest(memory, tmp_path, statement("payments-core", "primary_database", "SQLite", "2024-09-01"), name="later.jsonl")
     assert [(s, o) for s, _, o in current(memory)] == [("billing", "SQLite")]

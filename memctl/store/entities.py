@@ -134,6 +134,16 @@ def merged_into(db: Queryable, entity_ids: Iterable[int]) -> dict[int, int]:
     return found
 
 
+def merged_sources(db: Queryable, entity_ids: set[int]) -> dict[int, list[int]]:
+    """Of these entities, those that others were merged into (held so), with those others."""
+    found: dict[int, list[int]] = {}
+    for chunk, marks in in_chunks(sorted(entity_ids)):
+        for from_id, into_id in db.execute(f"SELECT from_id, into_id FROM merges WHERE expired_at IS NULL "
+                                           f"AND into_id IN ({marks}) ORDER BY from_id", chunk):
+            found.setdefault(into_id, []).append(from_id)
+    return found
+
+
 def _merged(db: Queryable, entity_ids: set[int]) -> dict[int, int]:
     step: dict[int, int] = {}
     for chunk, marks in in_chunks(sorted(entity_ids)):
