@@ -39,7 +39,7 @@ from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.episodes import recompute, sort_new, store_episodes
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 DEFAULT_SOURCE = "memctl://add_memory"
 

@@ -67,12 +67,15 @@ def _print_version(asked: bool) -> None:
 
 @app.callback()
 def _main(
-    db: Annotated[Optional[Path], typer.Option(
-        "--db", help="Database file (default: $MEMCTL_DB, else the user data dir); before or after the command.")] = None,
+    db: Annotated[Optional[str], typer.Option(
+        "--db", metavar="<path|url>", help="Database file or postgresql:// URL (default: $MEMCTL_DB, else the user "
+                                          "data dir); before or after the command.")] = None,
     _version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True, help="Print memctl's version and exit.")] = False,
 ) -> None:
-    State.db_path = db
+    from memctl.store.connection import located
+
+    State.db_path = None if db is None else located(db)
 
 
 def _instant(value: str | None, option: str) -> str | None:

@@ -80,8 +80,8 @@ class PostgresEnd:
             import psycopg
         except ModuleNotFoundError:
             raise MissingExtra("a PostgreSQL store", "postgres") from None
-        from memctl.postgres import schema
-        from memctl.postgres import tables as pg
+        from memctl.store.postgres import schema
+        from memctl.store.postgres import tables as pg
 
         self.pg = pg
         self.name = _POSTGRES_URL.sub("postgresql://", url, count=1)

@@ -10,7 +10,7 @@ from memctl.store.facts import FactVersion, OperationChanges, SlotChanges
 from memctl.store.reads import entity_names
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 
 def effects(db: Database, changes: SlotChanges | OperationChanges) -> Effects:
@@ -42,7 +42,8 @@ def effects(db: Database, changes: SlotChanges | OperationChanges) -> Effects:
                           invalid_at_before=None if old is None else old.invalid_at)
 
     result = Effects()
-    for k, old in old_by_key.items():
+    # By slot, value and time: the order the versions were read in is the engine's own.
+    for k, old in sorted(old_by_key.items(), key=lambda item: item[0]):
         new = new_by_key.get(k)
         if new is None:
             result.removed.append(describe(old))
@@ -50,5 +51,6 @@ def effects(db: Database, changes: SlotChanges | OperationChanges) -> Effects:
             result.reopened.append(describe(new, old))
         else:
             result.changed.append(describe(new, old))
-    result.added = [describe(row) for k, row in new_by_key.items() if k not in old_by_key]
+    result.added = [describe(row) for k, row in sorted(new_by_key.items(), key=lambda item: item[0])
+                    if k not in old_by_key]
     return result

@@ -30,9 +30,8 @@ from memctl.store import embeddings as store
 from memctl.store.connection import write_transaction
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from memctl.extract.llm import Retries
+    from memctl.store import Database
 
 BATCH = 64  # texts per call: far under any endpoint's request limit, and a refused batch is cheap to split
 # An episode can be a whole pasted log; its opening says what it is about, and the

@@ -131,7 +131,9 @@ def _recall_json(args: list[str]) -> int | None:
     question = rest[2] if rest[1] == "--json" else rest[1]
     if question.startswith("-"):
         return None
-    State.db_path = None if db is None else Path(db)
+    from memctl.store.connection import located
+
+    State.db_path = None if db is None else located(db)
     return recalled(open_memory().recall(question), print_json)
 
 
@@ -171,6 +173,11 @@ def _failed(error: Exception) -> None:
         from memctl.store.connection import default_path, explain
 
         explained = explain(error, State.db_path or default_path())
+    elif type(error).__module__.startswith("psycopg"):  # the server's (psycopg is imported only for one)
+        from memctl.store.connection import default_path
+        from memctl.store.postgres.connection import explain as explain_server
+
+        explained = explain_server(error, str(State.db_path or default_path()))  # type: ignore[arg-type]
     if os.environ.get("MEMCTL_DEBUG"):
         raise error
     if explained is not None:

@@ -39,7 +39,7 @@ from memctl.store.episodes import Added, rename, sort_new, store_episodes
 from memctl.store.facts import SlotChanges
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 # A facts file's checked episodes are set aside in memory up to this size, then in a
 # temporary file (a million facts make about 400 MB of them).

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class State:
-    db_path: Path | None = None  # --db, set before any command runs
+    db_path: Path | str | None = None  # --db (a path, or a postgresql:// URL), set before any command runs
     opened: list[Memory] = []  # what the command opened, closed when it is done
     terminated = False  # SIGTERM came: it is answered as Ctrl-C is, with its own exit code
 
@@ -35,10 +35,17 @@ def recalled(result: RecallResult, show: Callable[[RecallResult], None]) -> int:
 
 def open_memory(*, must_exist: bool = True, embeddings_model: str | None = None) -> Memory:
     from memctl.memory import Memory
-    from memctl.store.connection import default_path, refuse_url
+    from memctl.store.connection import default_path, located, refuse_url
 
+    where = located(State.db_path or default_path())
+    if isinstance(where, str):  # a PostgreSQL database
+        memory = Memory.open(where, embeddings_model=embeddings_model)
+        State.opened.append(memory)
+        if must_exist and not memory.connections.holds_memory():
+            raise NotFound(f"no memory at {memory.connections.where} yet; run 'memctl ingest' first (or pass --db)")
+        return memory
     # A quoted "~/memory.db" reaches us unexpanded; "" names the current folder.
-    path = Path(State.db_path or default_path()).expanduser()
+    path = where
     if path.is_dir():
         raise BadInput(f"{'--db' if State.db_path is not None else 'MEMCTL_DB'} {str(State.db_path or path)!r} "
                        "is a folder; name a database file (e.g. memory.db)")

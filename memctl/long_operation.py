@@ -26,8 +26,7 @@ from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.turns import let_others_in
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
+    from memctl.store import Database
     from memctl.store.facts import SlotChanges
 
 # The operation id a preview's owed facts are kept under: it is never journaled.

@@ -326,7 +326,7 @@ def serve(memory: Memory, extractor: Extractor | None, *, http: tuple[str, int] 
     where = "stdio" if http is None else f"http://{host}:{http[1]}/mcp"
     server = build_server(memory, extractor, token=token, url=None if http is None else where)
     locked = "" if http is None else ", a bearer token required" if token else ", no token required"
-    print(f"memctl: serving {memory.connections.path} over MCP ({where}{locked})", file=sys.stderr, flush=True)
+    print(f"memctl: serving {memory.connections.where} over MCP ({where}{locked})", file=sys.stderr, flush=True)
     if http is None:
         server.run("stdio")
     else:

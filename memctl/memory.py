@@ -38,8 +38,6 @@ from memctl.store import reads
 from memctl.store.connection import Clock, Connections, system_clock
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from memctl.extract import Extractor
     from memctl.model import Episode
     from memctl.recall.rankers import Ranker
@@ -55,6 +53,7 @@ if TYPE_CHECKING:
         UndoPlan,
     )
     from memctl.sources import IngestOptions
+    from memctl.store import Database
     from memctl.summarize import Summarizer
 
 
@@ -468,8 +467,11 @@ class Memory:
         with self.connections.reading() as db:
             return entities.similar(db, limit=limit, embedder=embedder)
 
-    def path(self) -> Path:
-        """The database file (``:memory:`` for a memory that has none)."""
+    def path(self) -> Path | str:
+        """The database file (``:memory:`` for a memory that has none), or its server's URL
+        without a password."""
+        if self.connections.url is not None:
+            return self.connections.where
         return self.connections.path.resolve() if not self.connections.in_memory else self.connections.path
 
     def backup(self, target: str | Path) -> Backup:
@@ -483,6 +485,11 @@ class Memory:
             raise BadInput(f"{path} exists already; name a new file")
         if not path.parent.is_dir():
             raise NotFound(f"{path.parent}: no such folder")
+        if self.connections.url is not None:  # a server's memory, into a SQLite file (one transaction's snapshot)
+            from memctl.copying import copy as copy_store
+
+            copy_store(self.connections.url, str(path), times.to_storage(self.clock()))
+            return Backup(path=str(path.resolve()), bytes=path.stat().st_size)
         with self.connections.reading() as db:
             source = db if isinstance(db, sqlite3.Connection) else db.conn  # type: ignore[attr-defined]
             copy = sqlite3.connect(path)

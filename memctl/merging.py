@@ -28,7 +28,7 @@ from memctl.store.connection import Clock, tentative, transaction_time
 from memctl.store.episodes import Touched, expire_assertions, recompute, rekey_assertions, restore_assertions
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 
 def merge(db: Database, clock: Clock, into: str, other: str, *, apply: bool = False) -> Merged:

@@ -36,7 +36,7 @@ from memctl.store.operations import journaled
 from memctl.store.repairs import Dated
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 SAMPLE = 20  # changes shown in a plan, for a person to check
 

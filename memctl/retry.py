@@ -24,7 +24,7 @@ from memctl.store.connection import Clock, tentative, transaction_time
 from memctl.undo import resolve_targets
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 
 @dataclass

@@ -21,7 +21,7 @@ from memctl.store.connection import Clock, tentative, transaction_time
 from memctl.store.episodes import expire_assertions, recompute
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 
 def settle(db: Database, clock: Clock, target: str, keep: str, *, apply: bool = False) -> Settlement:

@@ -32,9 +32,8 @@ from memctl.store import summaries as store
 from memctl.store.connection import Clock, transaction_time, write_transaction
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from memctl.extract.llm import LLMExtractor
+    from memctl.store import Database
 
 EXCERPTS = 3  # of the episodes behind an entity's current facts, the latest this many go with the facts
 EXCERPT_CHARS = 1000

@@ -47,7 +47,7 @@ from memctl.store.episodes import (
 from memctl.store.facts import OperationChanges, SlotChanges
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 UNDOABLE_OPERATIONS = ("repair", "retry", "undo", "resolve", "merge", "split")
 

@@ -9,8 +9,8 @@ second over the wall time, errors (any exception a writer or the reader met), lo
 (episodes a writer was told were stored and the store does not hold, and facts missing
 from what the stored statements make), and the reader's recalls per second meanwhile.
 
-This is SQLite's figure: one writer at a time, its lock taken in turns. The PostgreSQL
-backend (issue 33) is to be measured by the same function beside it.
+Each writer count runs on a new SQLite file, and with ``--postgres`` on a new PostgreSQL
+database too, so that the two backends' rows stand side by side (docs/postgres.md).
 """
 
 from __future__ import annotations
@@ -83,9 +83,9 @@ def _reader(path: str, start: float, stop, out) -> None:
     out.put({"reader": True, "recalls": recalls, "errors": errors, "done": time.time()})
 
 
-def run(writers: int, adds: int, folder: Path) -> dict:
-    """One store, ``writers`` writers and a reader at once; what came of it."""
-    path = folder / f"w{writers}.db"
+def run(writers: int, adds: int, folder: Path, path: str | Path) -> dict:
+    """One store (a file's path or a database's URL), ``writers`` writers and a reader at
+    once; what came of it."""
     Memory.open(path).close()  # the schema in place before anyone races to make it
     context = multiprocessing.get_context("spawn")
     out, stop = context.Queue(), context.Event()
@@ -123,17 +123,28 @@ def run(writers: int, adds: int, folder: Path) -> dict:
     }
 
 
-def concurrency_benchmark(writer_counts: list[int], adds: int) -> dict:
+def concurrency_benchmark(writer_counts: list[int], adds: int, postgres: str | None = None) -> dict:
+    """Rows per writer count on SQLite, and on PostgreSQL with ``postgres`` (a server's
+    URL, or "auto": scripts/postgres_databases.py)."""
+    result: dict = {"adds_per_writer": adds}
     with tempfile.TemporaryDirectory(prefix="memctl-concurrency-") as tmp:
-        rows = [run(writers, adds, Path(tmp)) for writers in writer_counts]
-    return {"backend": "sqlite", "adds_per_writer": adds, "rows": rows}
+        result["sqlite"] = [run(writers, adds, Path(tmp), Path(tmp) / f"w{writers}.db") for writers in writer_counts]
+        if postgres is not None:
+            from postgres_databases import postgres_databases
+
+            with postgres_databases(postgres) as new_database:
+                result["postgresql"] = [run(writers, adds, Path(tmp), new_database(f"w{writers}"))
+                                        for writers in writer_counts]
+    return result
 
 
 def table(result: dict) -> str:
-    lines = [f"{'writers':>8} {'writes':>7} {'seconds':>8} {'writes/s':>9} {'errors':>7} {'lost':>5} "
+    lines = [f"{'backend':>10} {'writers':>8} {'writes':>7} {'seconds':>8} {'writes/s':>9} {'errors':>7} {'lost':>5} "
              f"{'wrong':>6} {'recalls/s':>10}"]
-    for row in result["rows"]:
-        lines.append(f"{row['writers']:>8} {row['writes']:>7} {row['seconds']:>8} {row['writes_per_s']:>9} "
-                     f"{row['errors']:>7} {row['lost_writes']:>5} {row['wrong_current_facts']:>6} "
-                     f"{row['recalls_per_s']:>10}")
+    for backend in ("sqlite", "postgresql"):
+        for row in result.get(backend, []):
+            lines.append(f"{backend:>10} {row['writers']:>8} {row['writes']:>7} {row['seconds']:>8} "
+                         f"{row['writes_per_s']:>9} "
+                         f"{row['errors']:>7} {row['lost_writes']:>5} {row['wrong_current_facts']:>6} "
+                         f"{row['recalls_per_s']:>10}")
     return "\n".join(lines)

@@ -37,9 +37,39 @@ class Run:
         return json.loads(self.out)
 
 
+# The store a test's memory is kept in: each test that takes one runs on both backends
+# (issue 33), a SQLite file and a new PostgreSQL database. MEMCTL_TEST_BACKENDS=sqlite
+# narrows a local run to one; CI runs both. A test of what only a file has (its bytes,
+# its -wal, a read-only mount) is marked ``sqlite_only`` and runs on SQLite alone.
+BACKENDS = tuple(os.environ.get("MEMCTL_TEST_BACKENDS", "sqlite").split(","))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sqlite_only: a test of what only a SQLite file has; not run on PostgreSQL")
+
+
+def pytest_collection_modifyitems(config, items):
+    kept, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_server = callspec is not None and callspec.params.get("backend") == "postgresql"
+        (dropped if on_server and item.get_closest_marker("sqlite_only") else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "memory.db"
+def db_path(backend, tmp_path: Path, request):
+    """Where this test's memory is: a file's path, or a new PostgreSQL database's URL."""
+    if backend == "sqlite":
+        return tmp_path / "memory.db"
+    return request.getfixturevalue("postgres_url")
 
 
 @pytest.fixture
@@ -94,8 +124,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def memory(clock) -> Memory:
-    mem = Memory.open(":memory:", clock)
+def memory(backend, clock, request) -> Memory:
+    mem = Memory.open(":memory:" if backend == "sqlite" else request.getfixturevalue("postgres_url"), clock)
     yield mem
     mem.close()
 
@@ -142,19 +172,62 @@ def postgres_server():
     server.stop()
 
 
+def _database_url(server_url: str, name: str) -> str:
+    if "///postgres?" in server_url:
+        return server_url.replace("///postgres?", f"///{name}?", 1)
+    return f"{server_url.rsplit('/', 1)[0]}/{name}"
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_server):
+    """A database with memctl's schema, which each test's database is made from (a copy of
+    a template is much faster than migrating each anew)."""
+    import psycopg
+
+    from memctl.store.postgres import schema
+
+    name = "memctl_template"
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"'.encode())
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    with psycopg.connect(_database_url(postgres_server.url, name), autocommit=True) as conn:
+        schema.apply(conn, "2000-01-01T00:00:00.000000Z")
+    return name
+
+
+def _new_database(server, template: str | None = None) -> tuple[str, str]:
+    import uuid
+
+    import psycopg
+
+    name = f"memctl_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server.url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"{f" TEMPLATE {template}" if template else ""}'.encode())
+    return name, _database_url(server.url, name)
+
+
+def _drop_database(server, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server.url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)'.encode())
+
+
+@pytest.fixture
+def postgres_url(postgres_server, postgres_template):
+    """The URL of a new database holding memctl's (empty) schema, dropped after the test."""
+    name, url = _new_database(postgres_server, postgres_template)
+    yield url
+    _drop_database(postgres_server, name)
+
+
 @pytest.fixture
 def postgres(postgres_server):
     """A connection to a new, empty database on the session's server, dropped after."""
     psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
-    import uuid
 
-    name = f"memctl_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"'.encode())
-    url = postgres_server.url.replace("///postgres?", f"///{name}?", 1) if "///postgres?" in postgres_server.url \
-        else f"{postgres_server.url.rstrip('/')}/{name}"
+    name, url = _new_database(postgres_server)
     conn = psycopg.connect(url, autocommit=True)
     yield conn
     conn.close()
-    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)'.encode())
+    _drop_database(postgres_server, name)

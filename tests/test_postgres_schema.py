@@ -1,4 +1,4 @@
-"""The PostgreSQL backend's schema (memctl/postgres/schema.py; issue 33): its migrations
+"""The PostgreSQL backend's schema (memctl/store/postgres/schema.py; issue 33): its migrations
 apply to a new database once and only once, the blank schema is pinned, its tables and
 columns are SQLite's, and its text indexes find what was written."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from memctl.postgres import schema
 from memctl.store.connection import open_database
+from memctl.store.postgres import schema
 
 BLANK = Path(__file__).with_name("blank_schema_postgres.sql")
 AT = "2026-11-28T10:00:00.000000Z"

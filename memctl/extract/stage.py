@@ -27,7 +27,7 @@ from memctl.store import episodes as store
 from memctl.store.entities import entities_in_view
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 # Episodes handed to an extractor at once (an LLM extractor runs them concurrently).
 EXTRACT_CHUNK = 64

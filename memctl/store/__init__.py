@@ -7,13 +7,22 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    from sqlite_utils import Database
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 Slot = tuple[int, str]  # (subject_id, predicate_key): a timeline of one subject's values of one predicate
+
+
+class Database(Protocol):
+    """The writer's connection, as the store uses it: a sqlite-utils ``Database`` on a file,
+    or a ``memctl.store.postgres.connection.PostgresDatabase``. Statements go through
+    ``execute`` (and ``conn.executemany``) in SQLite's spelling; ``dialect`` tells the
+    engines apart where they differ in meaning (docs/architecture.md §8)."""
+
+    @property
+    def conn(self) -> Any: ...
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
 
 
 class Queryable(Protocol):
@@ -97,7 +106,47 @@ def batches(items: Iterable[T], size: int | Callable[[], int], seconds: float = 
         yield batch
 
 
+def dialect(db: object) -> str:
+    """Which engine's SQL a connection speaks: "sqlite" (a sqlite-utils ``Database`` or a
+    plain ``sqlite3`` connection) or "postgresql" (``memctl.store.postgres.connection``)."""
+    return getattr(db, "dialect", "sqlite")
+
+
+def on_postgres(db: object) -> bool:
+    return dialect(db) == "postgresql"
+
+
+# Where the engines differ in meaning, not in spelling (memctl.store.postgres.connection respells
+# the rest), the store asks for the fragment: a JSON array given as one parameter, read as
+# rows. One parameter rather than one per value: SQLite caps a statement's variables.
+
+def given_values(db: object, kind: str = "text") -> str:
+    """A FROM item (``value`` column) of the values of a JSON array given as one ``?``:
+    ``kind`` "text" or "integer"."""
+    if on_postgres(db):
+        return f"(SELECT value::{'bigint' if kind == 'integer' else 'text'} AS value " \
+               "FROM json_array_elements_text(?::json) AS j(value))"
+    return "(SELECT value FROM json_each(?))"
+
+
+def given_slots(db: object) -> str:
+    """A FROM item (``s``, ``p`` columns) of the (subject id, predicate key) pairs of a JSON
+    array given as one ``?``."""
+    if on_postgres(db):
+        return "(SELECT (value->>0)::bigint AS s, value->>1 AS p FROM json_array_elements(?::json) AS j(value))"
+    return "(SELECT json_extract(value, '$[0]') AS s, json_extract(value, '$[1]') AS p FROM json_each(?))"
+
+
+def json_texts(db: object, column: str) -> str:
+    """A FROM item (``value`` column) of the texts of a JSON array held in ``column``."""
+    if on_postgres(db):
+        return f"json_array_elements_text({column}::json) AS j(value)"
+    return f"json_each({column})"
+
+
 def database_file(db: Database) -> Path | None:
-    """The file a connection writes to; None for an in-memory database."""
+    """The file a connection writes to; None for an in-memory database or a server's."""
+    if on_postgres(db):
+        return None
     name = db.conn.execute("PRAGMA database_list").fetchone()[2]
     return Path(name) if name else None

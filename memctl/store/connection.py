@@ -11,15 +11,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from memctl import times
 from memctl.errors import BadInput, MemctlError, StoreUnavailable
-from memctl.store import Queryable, collector_paused, database_file
+from memctl.store import Queryable, collector_paused, database_file, on_postgres
 from memctl.store.turns import begin_immediate
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from sqlite_utils import Database as SQLiteDatabase
+
+    from memctl.store import Database
 
 BUSY_TIMEOUT_MS = 60_000
 # Recomputing a slot re-reads its assertions and facts, and recall ranks over big
@@ -36,14 +38,28 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
-def default_path() -> Path:
+def default_path() -> Path | str:
     """``MEMCTL_DB`` if set (``~`` expanded: an MCP client's JSON config passes it as
-    written), else the per-user data directory."""
+    written; a ``postgresql://`` URL as given), else the per-user data directory."""
     if os.environ.get("MEMCTL_DB"):
-        return Path(os.environ["MEMCTL_DB"]).expanduser()
+        return located(os.environ["MEMCTL_DB"])
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("memctl")) / "memory.db"
+
+
+_SERVER_URL = re.compile(r"(?i)^postgres(?:ql)?://")
+
+
+def is_server_url(where: object) -> bool:
+    """Whether ``where`` names a PostgreSQL database (``postgresql://…``) rather than a file."""
+    return isinstance(where, str) and _SERVER_URL.match(where) is not None
+
+
+def located(where: str | Path) -> Path | str:
+    """Where a memory is, as given by a user: a ``postgresql://`` URL as it is (a Path would
+    fold its "//"), else a file's path, ``~`` expanded."""
+    return where if is_server_url(where) else Path(where).expanduser()
 
 
 def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
@@ -91,14 +107,15 @@ _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+):/")
 
 
 def refuse_url(path: Path) -> None:
-    """BadInput for a URL given as the database: as a path, ``postgresql://host/db`` would
-    become a SQLite file in a folder named ``postgresql:``."""
+    """BadInput for a URL of another kind given as the database, or a PostgreSQL one that
+    lost its "//" on the way (a Path made of it): as a path, it would become a SQLite file
+    in a folder named after the scheme."""
     if (url := _URL.match(str(path))) is not None:
         shown = str(path) if str(path).startswith(f"{url[1]}://") else str(path).replace(":/", "://", 1)
         if url[1].lower() in ("postgresql", "postgres"):
-            raise BadInput(f"{shown}: this memctl keeps its memory in a SQLite file, not on a PostgreSQL server yet; "
-                           "give the file's path")
-        raise BadInput(f"{shown} is a URL; give the path of a memctl database file")
+            raise BadInput(f"{shown}: a PostgreSQL URL reached memctl as a file's path; give it as "
+                           "postgresql://user@host/database")
+        raise BadInput(f"{shown} is a URL; give the path of a memctl database file or a postgresql:// URL")
 
 
 def check_file(path: Path) -> None:
@@ -173,7 +190,7 @@ class _Without:
         return None
 
 
-def _database_class() -> type[Database]:
+def _database_class() -> type[SQLiteDatabase]:
     """sqlite-utils' ``Database``, imported without numpy and pandas.
 
     Its module imports both whenever they are installed, to map their scalar types to
@@ -196,7 +213,7 @@ def _database_class() -> type[Database]:
     return Database
 
 
-def open_database(path: str | Path, clock: Clock = system_clock) -> Database:
+def open_database(path: str | Path, clock: Clock = system_clock) -> SQLiteDatabase:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it.
 
     The first writer after a killed ingest or undo marks it interrupted and derives the
@@ -260,7 +277,12 @@ def write_transaction(db: Database) -> Iterator[Database]:
     instead of taking turns.
     """
     with collector_paused():
-        begin_immediate(db)  # waiting, with a hand raised (store.turns)
+        if on_postgres(db):
+            from memctl.store.postgres.connection import begin
+
+            begin(db)
+        else:
+            begin_immediate(db)  # waiting, with a hand raised (store.turns)
         try:
             yield db
         except BaseException:
@@ -279,7 +301,12 @@ def checkpoint(db: Database) -> bool:
     """Copy the write-ahead log into the database file and empty it: after a purge, the
     log's older frames still hold the pages as they were before it. False when a reader
     (another process) still held an older snapshot after CHECKPOINT_WAIT_MS, and the log
-    could not be emptied (the last connection to close empties it)."""
+    could not be emptied (the last connection to close empties it). On PostgreSQL: VACUUM
+    (``memctl.store.postgres.connection.vacuum``)."""
+    if on_postgres(db):
+        from memctl.store.postgres.connection import vacuum
+
+        return vacuum(db)
     db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
     try:
         busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
@@ -288,9 +315,13 @@ def checkpoint(db: Database) -> bool:
     return not busy
 
 
-def data_version(db: Database) -> int:
+def data_version(db: Database) -> int | str:
     """A number that changes whenever another connection commits to the file: what was
     read before a write transaction is still current inside it while this is unchanged."""
+    if on_postgres(db):
+        from memctl.store.postgres.connection import data_version as server_version
+
+        return server_version(db)
     return db.conn.execute("PRAGMA data_version").fetchone()[0]
 
 
@@ -371,16 +402,38 @@ class Connections:
     """
 
     def __init__(self, path: str | Path, clock: Clock = system_clock):
+        # A PostgreSQL database (``url``) has a writer connection and a reader per thread
+        # as a file has; MVCC lets its readers run beside the writers of every process.
+        self.url = str(path) if is_server_url(path) else None
         self.path = Path(path)
         self.clock = clock  # the time of what opening the writer does (``open_database``)
-        check_file(self.path)
+        self._schema_checked = False
+        if self.url is None:
+            check_file(self.path)
         self._writer: Database | None = None
         self._lock = threading.RLock()
         self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        self._readers: list[Any] = []  # sqlite3 connections, or PostgresDatabase ones
         self._readers_lock = threading.Lock()  # not the writer's lock: a reader never waits for a write
         if self.in_memory:
             self._writer = open_database(self.path, self.clock)
+        elif self.url is not None:
+            # The server is reached on opening, as a file is checked: a bad URL or a server
+            # that is down is refused before any work. This connection becomes this
+            # thread's reader.
+            from memctl.store.postgres.connection import connect
+
+            self._local.unchecked = connect(self.url)
+            self._readers.append(self._local.unchecked)
+
+    @property
+    def where(self) -> str:
+        """The memory as a user names it: the file's path, or the URL without a password."""
+        if self.url is None:
+            return str(self.path)
+        from memctl.store.postgres.connection import shown
+
+        return shown(self.url)
 
     @property
     def in_memory(self) -> bool:
@@ -391,7 +444,12 @@ class Connections:
         """The one writer, opened (and the schema migrated) on first use."""
         with self._lock:
             if self._writer is None:
-                self._writer = open_database(self.path, self.clock)
+                if self.url is not None:
+                    from memctl.store.postgres.connection import open_database as open_on_server
+
+                    self._writer = open_on_server(self.url, self.clock)
+                else:
+                    self._writer = open_database(self.path, self.clock)
             return self._writer
 
     @contextmanager
@@ -408,6 +466,8 @@ class Connections:
                 yield self.writer
             return
         reader = getattr(self._local, "conn", None)
+        if reader is None and self.url is not None:
+            reader = self._server_reader(getattr(self._local, "unchecked", None))
         if reader is None:
             reader = connect_to_read(self.path) if self.path.exists() else None
             if reader is None or not _schema_is_current(reader):
@@ -421,6 +481,27 @@ class Connections:
                 self._readers.append(reader)
             self._local.conn = reader
         yield reader
+
+    def _server_reader(self, opened: Any) -> Queryable:
+        from memctl.store.postgres.connection import connect, schema_is_current
+
+        reader = opened or connect(self.url)  # type: ignore[arg-type]
+        if not self._schema_checked and not schema_is_current(reader):
+            self.writer  # noqa: B018  (opening it migrates the database)
+        self._schema_checked = True
+        reader.execute("SET default_transaction_read_only = on")
+        if opened is None:
+            with self._readers_lock:
+                self._readers.append(reader)
+        self._local.conn = reader
+        return reader
+
+    def holds_memory(self) -> bool:
+        """Whether the server's database holds a memory (its schema), asked without
+        making one: a command that only reads must not."""
+        from memctl.store.postgres.connection import holds_memory
+
+        return holds_memory(getattr(self._local, "conn", None) or self._local.unchecked)
 
     def close(self) -> None:
         with self._lock, self._readers_lock:

@@ -19,7 +19,7 @@ from memctl.store import Queryable, in_chunks
 from memctl.store.search import Window, episode_window, fact_window
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 DTYPE = "<f4"
 

@@ -21,7 +21,7 @@ from memctl.errors import BadInput, NotFound
 from memctl.store import Queryable, in_chunks
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 
 def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]:
@@ -50,12 +50,10 @@ def entity_ids(db: Database, surface_forms: set[str], at: str) -> dict[str, int]
             (entity_id, member_key), rules = by_group, reading.rules
             rules = rules or aliases.reading(member_key, known).rules
         else:
-            inserted = db.execute("INSERT INTO entities (name, name_key, group_key, created_at) VALUES (?, ?, ?, ?)",
-                                  [form, reading.key, reading.group, at])
-            assert inserted.lastrowid is not None  # an INSERT into a rowid table always has one
-            found[reading.key] = inserted.lastrowid
+            new_id = _inserted(db, form, reading.key, reading.group, at)
+            found[reading.key] = new_id
             own.add(reading.key)
-            groups.setdefault(reading.group, []).append((inserted.lastrowid, reading.key))
+            groups.setdefault(reading.group, []).append((new_id, reading.key))
             continue
         found[reading.key] = entity_id
         new_resolutions.append((reading.key, entity_id, ", ".join(rules) or "alias", at))
@@ -195,10 +193,13 @@ def own_entity(db: Queryable, key: str) -> tuple[int | None, list[str]]:
 
 def create(db: Database, name: str, key: str, at: str) -> int:
     """A new entity for a name split off: a group of its own, so no other name joins it by resolution."""
-    inserted = db.execute("INSERT INTO entities (name, name_key, group_key, created_at) VALUES (?, ?, ?, ?)",
-                          [name, key, key, at])
-    assert inserted.lastrowid is not None
-    return inserted.lastrowid
+    return _inserted(db, name, key, key, at)
+
+
+def _inserted(db: Database, name: str, key: str, group: str, at: str) -> int:
+    # RETURNING, not lastrowid: a PostgreSQL cursor has no lastrowid.
+    return db.execute("INSERT INTO entities (name, name_key, group_key, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                      [name, key, group, at]).fetchone()[0]
 
 
 def record_merge(db: Database, operation_id: str, from_id: int, into_id: int, at: str) -> None:

@@ -18,10 +18,32 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from memctl.store import in_chunks
+from memctl.store import in_chunks, on_postgres
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
+
+
+def fact_texts(db: object) -> tuple[str, str]:
+    """The fact text index's table and the column holding a fact's id: SQLite's FTS5
+    table ``facts_fts`` by rowid; on PostgreSQL ``fact_texts``, whose ``tsvector`` column
+    is generated from the same four texts."""
+    return ("fact_texts", "fact_id") if on_postgres(db) else ("facts_fts", "rowid")
+
+
+def index_facts(db: Database, rows: Iterable[tuple[int, str, str, str, str]]) -> None:
+    """Index (fact id, sentence, subject, predicate, object) of new fact versions."""
+    table, key = fact_texts(db)
+    db.conn.executemany(f"INSERT INTO {table} ({key}, fact, subject, predicate, object) VALUES (?, ?, ?, ?, ?)", rows)
+
+
+def optimize(db: Database) -> None:
+    """Merge both text indexes into one segment each, so that no older segment keeps the
+    tokens of a text that went (a purge). PostgreSQL keeps no segments: its VACUUM, after
+    the purge's transaction, reclaims the old row versions (``connection.checkpoint``)."""
+    if not on_postgres(db):
+        db.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')")
+        db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')")
 
 
 def next_text_ids(db: Database) -> int:
@@ -31,12 +53,17 @@ def next_text_ids(db: Database) -> int:
 
 
 def index_texts(db: Database, rows: Iterable[tuple[int, str]]) -> None:
-    """Index (text id, text) pairs, each as ``episodes`` now holds it."""
+    """Index (text id, text) pairs, each as ``episodes`` now holds it. On PostgreSQL the
+    index is a generated column of ``episodes``, kept by the server."""
+    if on_postgres(db):
+        return
     db.conn.executemany("INSERT INTO episodes_fts (rowid, content) VALUES (?, ?)", rows)
 
 
 def unindex_texts(db: Database, episode_ids: list[str]) -> None:
     """Remove the episodes' tokens: call it before their text changes or goes."""
+    if on_postgres(db):
+        return
     for chunk, marks in in_chunks(episode_ids):
         db.execute(f"""INSERT INTO episodes_fts (episodes_fts, rowid, content)
                        SELECT 'delete', text_id, content FROM episodes
@@ -51,7 +78,6 @@ def forget_texts(db: Database, episode_ids: list[str]) -> None:
     unindex_texts(db, episode_ids)
     for chunk, marks in in_chunks(episode_ids):
         db.execute(f"DELETE FROM episode_spans WHERE episode_id IN ({marks})", chunk)
-    db.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')")
 
 
 def hold(db: Database, episode_ids: list[str], at: str) -> None:

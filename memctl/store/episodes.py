@@ -15,15 +15,24 @@ from typing import TYPE_CHECKING, Protocol
 
 from memctl import names
 from memctl.model import Assertion, Episode
-from memctl.store import in_chunks, summaries
+from memctl.store import given_values, in_chunks, on_postgres, summaries
 from memctl.store.embeddings import forget_vectors
 from memctl.store.entities import entity_ids
-from memctl.store.episode_index import forget_texts, hold, index_texts, next_text_ids, release, unindex_texts
+from memctl.store.episode_index import (
+    fact_texts,
+    forget_texts,
+    hold,
+    index_texts,
+    next_text_ids,
+    optimize,
+    release,
+    unindex_texts,
+)
 from memctl.store.facts import Slot, SlotChange, SlotChanges, Value, note_change, recompute_slots
 from memctl.store.naming import gave_name, mention_rank, name_from_new_mentions, rename_entities
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 
 @dataclass
@@ -499,7 +508,8 @@ def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges
         summaries.forget(db, [row[0] for row in db.execute(
             "SELECT DISTINCT a.subject_id FROM temp.purged_episodes e CROSS JOIN assertions a ON a.episode_id = e.id")])
         summaries.forget_sessions(db)
-        db.execute("DELETE FROM facts_fts WHERE rowid IN (SELECT id FROM temp.doomed_facts)")
+        table, key = fact_texts(db)
+        db.execute(f"DELETE FROM {table} WHERE {key} IN (SELECT id FROM temp.doomed_facts)")
         db.execute("DELETE FROM fact_provenance WHERE fact_id IN (SELECT id FROM temp.doomed_facts)")
         db.execute("DELETE FROM facts WHERE id IN (SELECT id FROM temp.doomed_facts)")
         # The journals hold the episodes' old dates, states and readings, the cache what
@@ -510,7 +520,7 @@ def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges
         for table in ("retries", "revisions", "llm_cache", "assertions"):
             db.execute(f"DELETE FROM {table} WHERE episode_id IN ({purged})")
         db.execute(f"DELETE FROM episodes WHERE id IN ({purged})")
-        db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')")
+        optimize(db)
         orphans = [
             entity_id
             for entity_id in sorted(mentioned)
@@ -552,14 +562,19 @@ def _carry_on(db: Database, at: str) -> None:
                   SELECT d.copy, p.assertion_id, p.episode_id FROM temp.doomed_facts d
                   JOIN fact_provenance p ON p.fact_id = d.id
                   WHERE d.copy IS NOT NULL AND p.episode_id NOT IN (SELECT id FROM temp.purged_episodes)""")
-    db.execute("""INSERT INTO facts_fts (rowid, fact, subject, predicate, object)
+    table, key = fact_texts(db)
+    db.execute(f"""INSERT INTO {table} ({key}, fact, subject, predicate, object)
                   SELECT f.id, f.fact, s.name, f.predicate, o.name FROM temp.doomed_facts d JOIN facts f ON f.id = d.copy
                   JOIN entities s ON s.id = f.subject_id JOIN entities o ON o.id = f.object_id""")
 
 
 @contextmanager
 def secure_delete(db: Database) -> Iterator[None]:
-    """Deleted content is overwritten with zeros while the block runs, not just unlinked."""
+    """Deleted content is overwritten with zeros while the block runs, not just unlinked
+    (SQLite; PostgreSQL cannot promise as much: docs/postgres.md)."""
+    if on_postgres(db):
+        yield
+        return
     was = db.execute("PRAGMA secure_delete").fetchone()[0]
     db.execute("PRAGMA secure_delete = ON")
     try:
@@ -588,15 +603,15 @@ def predicates_in_view(db: Database, name_keys: Iterable[str], limit: int) -> tu
     """
     keys = json.dumps(sorted(set(name_keys)))
     entity_ids = [row[0] for row in db.execute(
-        "SELECT id FROM entities WHERE name_key IN (SELECT value FROM json_each(?))", [keys]).fetchall()]
+        f"SELECT id FROM entities WHERE name_key IN (SELECT value FROM {given_values(db)} g)", [keys]).fetchall()]
     if not entity_ids:
         return ()
     users: dict[str, set[int]] = {}  # predicate as shown → entities in view that use it
     shown: dict[str, str] = {}  # predicate key → the form shown
     rows = db.execute(
-        """WITH RECURSIVE used(subject_id, predicate_key) AS (
+        f"""WITH RECURSIVE used(subject_id, predicate_key) AS (
                SELECT e.value, (SELECT min(predicate_key) FROM assertions WHERE subject_id = e.value)
-               FROM json_each(?) e
+               FROM {given_values(db, "integer")} e
                UNION ALL
                SELECT u.subject_id, (SELECT min(a.predicate_key) FROM assertions a
                                      WHERE a.subject_id = u.subject_id AND a.predicate_key > u.predicate_key)

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from memctl.resolve import ResolvedFact, SlotAssertion, Sweep, resolve_slot, slot_cardinality
-from memctl.store import Slot, in_chunks, summaries, underived
+from memctl.store import Slot, dialect, in_chunks, summaries, underived
+from memctl.store.episode_index import index_facts
 from memctl.store.reads import entity_names
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 Value = tuple[int, str, int]  # (subject_id, predicate_key, object_id)
 
@@ -258,7 +259,8 @@ def end_if_left_empty(db: Database, slots: list[Slot], at: str) -> SlotChanges:
         f"UPDATE facts SET expired_at = ? WHERE id IN (SELECT f.id FROM temp.left_empty e CROSS JOIN facts f "
         f"ON f.subject_id = e.subject_id AND f.predicate_key = e.predicate_key AND f.expired_at IS NULL) "
         f"RETURNING {FACT_COLUMNS}", [at]).fetchall()
-    changes = SlotChanges(expired=[dict(zip(columns, row)) for row in ended])
+    # In the facts' order: RETURNING gives the rows in no order of its own.
+    changes = SlotChanges(expired=[dict(zip(columns, row)) for row in sorted(ended)])
     summaries.mark_changed(db, changes.expired, (), at)
     return changes
 
@@ -419,7 +421,7 @@ def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]], at: st
                        rows=[(probes[k][1], None) for k in undecided])
         earlier: dict[int, list[dict]] = defaultdict(list)
         for value_parts in (False, True):
-            for j, row in _fact_rows(db.execute(_EARLIER_FACTS[value_parts], [look_back])):
+            for j, row in _fact_rows(db.execute(_EARLIER_FACTS[dialect(db), value_parts], [look_back])):
                 earlier[undecided[j]].append(row)
         still = []
         for k in undecided:
@@ -452,7 +454,7 @@ def _resolve_windows(db: Database, windows: list[tuple[Part, list[str]]], at: st
     # the stored timeline within them.
     ahead: dict[int, list[tuple]] = defaultdict(list)
     for value_parts in (False, True):
-        for row in db.execute(_AHEAD_ASSERTIONS[value_parts], [_READ_AHEAD[0] + 1]):
+        for row in db.execute(_AHEAD_ASSERTIONS[dialect(db), value_parts], [_READ_AHEAD[0] + 1]):
             ahead[row[8]].append(row[:8])
     for k, (_, window) in enumerate(merged):
         window.ahead, window.ahead_more = _whole_instants(ahead.get(k, []), _READ_AHEAD[0])
@@ -481,21 +483,31 @@ def _part_filter(value_parts: bool, alias: str) -> str:
 
 # Each comes in two forms, for slots and for single values, so SQLite probes the
 # timeline index that fits (migration 0011).
-_EARLIER_FACTS = {value_parts: f"""
+# PostgreSQL cannot turn the correlated ``IN (... LIMIT ?)`` into a probe per part, and
+# would test every fact against it: there each part's nearest rows are a LATERAL join.
+_EARLIER_FACTS = {("sqlite", value_parts): f"""
     SELECT t.n, {_FACT_SELECT} FROM temp.touched_parts t CROSS JOIN facts f
     WHERE t.object_id IS {'NOT ' if value_parts else ''}NULL AND f.id IN (
         SELECT g.id FROM facts g WHERE {_part_filter(value_parts, 'g')} AND g.valid_at < t.lo
-        ORDER BY g.valid_at DESC LIMIT ?)""" for value_parts in (False, True)}
+        ORDER BY g.valid_at DESC LIMIT ?)""" for value_parts in (False, True)} | {("postgresql", value_parts): f"""
+    SELECT t.n, {_FACT_SELECT} FROM temp.touched_parts t CROSS JOIN LATERAL (
+        SELECT g.* FROM facts g WHERE {_part_filter(value_parts, 'g')} AND g.valid_at < t.lo
+        ORDER BY g.valid_at DESC LIMIT ?) f
+    WHERE t.object_id IS {'NOT ' if value_parts else ''}NULL""" for value_parts in (False, True)}
 _WINDOW_ASSERTIONS = {value_parts: f"""
     SELECT {_ASSERTION_SELECT}, t.n FROM temp.touched_parts t
     CROSS JOIN assertions a
     WHERE t.object_id IS {'NOT ' if value_parts else ''}NULL AND {_part_filter(value_parts, 'a')}
       AND {_INSTANT} >= t.lo AND {_INSTANT} <= t.hi""" for value_parts in (False, True)}
-_AHEAD_ASSERTIONS = {value_parts: f"""
+_AHEAD_ASSERTIONS = {("sqlite", value_parts): f"""
     SELECT {_ASSERTION_SELECT}, t.n FROM temp.touched_parts t CROSS JOIN assertions a
     WHERE t.object_id IS {'NOT ' if value_parts else ''}NULL AND a.id IN (
         SELECT b.id FROM assertions b WHERE {_part_filter(value_parts, 'b')} AND b.instant > t.hi
-        ORDER BY b.instant LIMIT ?)""" for value_parts in (False, True)}
+        ORDER BY b.instant LIMIT ?)""" for value_parts in (False, True)} | {("postgresql", value_parts): f"""
+    SELECT {_ASSERTION_SELECT}, t.n FROM temp.touched_parts t CROSS JOIN LATERAL (
+        SELECT b.* FROM assertions b WHERE {_part_filter(value_parts, 'b')} AND b.instant > t.hi
+        ORDER BY b.instant LIMIT ?) a
+    WHERE t.object_id IS {'NOT ' if value_parts else ''}NULL""" for value_parts in (False, True)}
 _AHEAD_FACTS = {value_parts: f"""
     SELECT t.n, {_FACT_SELECT} FROM temp.touched_parts t CROSS JOIN facts f
     WHERE t.object_id IS {'NOT ' if value_parts else ''}NULL AND {_part_filter(value_parts, 'f')}
@@ -734,11 +746,8 @@ def _write(db: Database, outcomes: list[_Outcome], at: str) -> SlotChanges:
     db.conn.executemany("INSERT OR IGNORE INTO fact_provenance (fact_id, assertion_id, episode_id) VALUES (?, ?, ?)",
                         provenance_added)
     names = entity_names(db, {id_ for row in changes.inserted for id_ in (row["subject_id"], row["object_id"])})
-    db.conn.executemany(
-        "INSERT INTO facts_fts (rowid, fact, subject, predicate, object) VALUES (?, ?, ?, ?, ?)",
-        [(row["id"], row["fact"], names[row["subject_id"]], row["predicate"], names[row["object_id"]])
-         for row in changes.inserted],
-    )
+    index_facts(db, [(row["id"], row["fact"], names[row["subject_id"]], row["predicate"], names[row["object_id"]])
+                     for row in changes.inserted])
     summaries.mark_changed(db, changes.expired, changes.inserted, at)
     return changes
 

@@ -11,15 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from memctl.store import in_chunks
+from memctl.store import dialect, in_chunks
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 # The order of mentions that decides a name, as one fixed-width string, so SQL and
 # Python compare it alike: time, end before start (the head), then reference time,
 # episode, ordinal, subject before object (the tail).
-_RANK_SQL = "printf('%s%d%s%s%09d%d', t, kind, r, episode_id, ordinal, side)"
+_RANK_SQL = {"sqlite": "printf('%s%d%s%s%09d%d', t, kind, r, episode_id, ordinal, side)",
+             "postgresql": "t || kind::int || r || episode_id || lpad(ordinal::text, 9, '0') || side"}
 
 
 def rank_head(valid_at: str | None, invalid_at: str | None) -> str:
@@ -75,7 +76,7 @@ def rename_entities(db: Database, entity_ids: Iterable[int]) -> None:
     for entity_id in set(entity_ids):
         first = db.execute(
             f"""
-            SELECT form, {_RANK_SQL} AS rank FROM (
+            SELECT form, {_RANK_SQL[dialect(db)]} AS rank FROM (
                 SELECT a.subject AS form, coalesce(a.valid_at, a.invalid_at) AS t, a.valid_at IS NOT NULL AS kind,
                        a.reference_time AS r, a.episode_id, a.ordinal, 0 AS side
                 FROM assertions a WHERE a.subject_id = :id AND a.expired_at IS NULL

@@ -20,7 +20,7 @@ from memctl.store import Queryable
 from memctl.store.connection import Clock, transaction_time, write_transaction
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 
 def new_operation_id() -> str:

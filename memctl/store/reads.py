@@ -214,13 +214,17 @@ def episode_states(db: Queryable, episode_ids: list[str]) -> dict[str, tuple[str
     return states
 
 
-def _episode_filter(source: str | None, status: str | None, format: str | None, since: str | None,
+def _episode_filter(db: Queryable, source: str | None, status: str | None, format: str | None, since: str | None,
                     until: str | None, extraction: str | None = None, words: str | None = None) -> tuple[str, list[str]]:
-    where, params = ["1"], []
+    from memctl.store import text_search
+
+    search = text_search.of(db)
+    where, params = ["TRUE"], []
     for condition, value in (("source = ?", source), ("status = ?", status), ("format = ?", format),
                              ("reference_time >= ?", since), ("reference_time < ?", until),
                              ("extraction = ?", extraction),
-                             ("text_id IN (SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH ?)", words)):
+                             (f"text_id IN ({search.matching('episodes_fts')})",
+                              None if words is None else search.query(words))):
         if value is not None:
             where.append(condition)
             params.append(value)
@@ -239,7 +243,7 @@ def episodes(db: Queryable, *, source: str | None, status: str | None, limit: in
     ``words`` (an FTS5 expression) if given."""
     from memctl.store.search import title_of
 
-    where, params = _episode_filter(source, status, format, since, until, extraction, words)
+    where, params = _episode_filter(db, source, status, format, since, until, extraction, words)
     order = "reference_time DESC, id DESC" if latest_first else "reference_time, id"
     rows = db.execute(
         f"""SELECT id, source, position, format, reference_time, reference_time_source, status, extraction,
@@ -255,7 +259,7 @@ def episode_count(db: Queryable, *, source: str | None, status: str | None, sinc
                   until: str | None = None, format: str | None = None, extraction: str | None = None,
                   words: str | None = None) -> int:
     """How many episodes ``episodes`` would list without a limit."""
-    where, params = _episode_filter(source, status, format, since, until, extraction, words)
+    where, params = _episode_filter(db, source, status, format, since, until, extraction, words)
     return db.execute(f"SELECT count(*) FROM episodes WHERE {where}", params).fetchone()[0]
 
 

@@ -13,7 +13,7 @@ from memctl.store import in_chunks
 from memctl.times import MIDNIGHT
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 Dated = tuple[str | None, str | None, str | None]  # a date column's (value, evidence, precision)
 

@@ -17,10 +17,11 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar, cast
 
 from memctl.results import REPLY_PREFIX, USER_PREFIX, EpisodeHit, Fact, SessionListing
-from memctl.store import Queryable, in_chunks
+from memctl.store import Queryable, in_chunks, on_postgres, text_search
+from memctl.store.episode_index import fact_texts
 from memctl.store.reads import facts_where, time_window, with_episodes
 
 T = TypeVar("T")
@@ -99,9 +100,10 @@ def facts_matching(db: Queryable, parts: list[str], window: Window, limit: int) 
     if len(parts) < 2 or not found:
         return found
     texts: dict[int, str] = {}
+    table, key = fact_texts(db)
     for chunk, marks in in_chunks(found):
         texts.update((row[0], " ".join(row[1:])) for row in db.execute(
-            f"SELECT rowid, fact, subject, predicate, object FROM facts_fts WHERE rowid IN ({marks})", chunk))
+            f"SELECT {key}, fact, subject, predicate, object FROM {table} WHERE {key} IN ({marks})", chunk))
     matched: dict[int, int] = {}
     for scores in scratch_bm25(texts, parts):
         for fact_id in scores:
@@ -184,11 +186,12 @@ def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: in
     if not counted:
         return []
     condition, params = episode_window("e", window)
+    search = text_search.of(db)
     holding: dict[str, dict[str, set[str]]] = {}  # session -> term -> its episodes that hold it
     for part in counted:
         for episode_id, session in db.execute(
-                f"""SELECT e.id, {SESSION} FROM episodes_fts CROSS JOIN episodes e ON e.text_id = episodes_fts.rowid
-                    WHERE episodes_fts MATCH ? AND {condition}""", [part, *params]):
+                f"""SELECT e.id, {SESSION} FROM ({search.matching("episodes_fts")}) t
+                    CROSS JOIN episodes e ON e.text_id = t.rowid WHERE {condition}""", [search.query(part), *params]):
             holding.setdefault(session, {}).setdefault(part, set()).add(episode_id)
     if not holding:
         return []
@@ -245,8 +248,9 @@ MAX_SIZES_KEPT = 64
 
 def _session_sizes(db: Queryable, sessions: list[str]) -> SessionSizes:
     """BM25's collection size and session lengths, with the turns of ``sessions`` counted."""
-    state = db.execute("SELECT (SELECT data_version FROM pragma_data_version), total_changes(), "
-                       "(SELECT max(text_id) FROM episodes)").fetchone()
+    changes = "pg_current_snapshot()::text, 0" if on_postgres(db) else \
+        "(SELECT data_version FROM pragma_data_version), total_changes()"
+    state = db.execute(f"SELECT {changes}, (SELECT max(text_id) FROM episodes)").fetchone()
     with _sizes_lock:
         known = _sizes.get(id(db))
     if known is None or known.state != tuple(state):
@@ -287,9 +291,9 @@ def _best_in_window(db: Queryable, table: str, parts: list[str], limit: int, in_
     # ``first`` times ``limit`` candidates at first: every further pass ranks every match
     # again, so a table whose rows often fall outside the window starts deeper.
     candidates = first * limit
+    search = text_search.of(db)
     while True:
-        ranked = f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?"
-        found = [row[0] for row in in_window(ranked, [match, candidates])]
+        found = [row[0] for row in in_window(search.ranked(table), [search.query(match), candidates])]
         if len(found) >= limit:
             return found
         if matches is None:  # counted only when the window left too few
@@ -333,8 +337,9 @@ def _selective_match(db: Queryable, table: str, parts: list[str], *, alone: bool
 
 
 def _count(db: Queryable, table: str, match: str) -> int:
+    search = text_search.of(db)
     return _remembered(("count", table, match), lambda: db.execute(
-        f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", [match]).fetchone()[0])
+        search.count(table), [search.query(match)]).fetchone()[0])
 
 
 def entities_named(db: Queryable, name_keys: list[str]) -> list[int]:
@@ -404,7 +409,8 @@ def _facts_of(db: Queryable, entity_ids: list[int], match: str, window: Window, 
     marks = ", ".join("?" * len(entity_ids))
     about = f"(f.subject_id IN ({marks}) OR f.object_id IN ({marks}))" if as_object else f"f.subject_id IN ({marks})"
     rows = db.execute(
-        f"""SELECT f.id, f.subject_id, f.object_id, (f.subject_id IN ({marks})) + (f.object_id IN ({marks})),
+        f"""SELECT f.id, f.subject_id, f.object_id, CASE WHEN f.subject_id IN ({marks}) THEN 1 ELSE 0 END
+                   + CASE WHEN f.object_id IN ({marks}) THEN 1 ELSE 0 END,
                    f.fact || ' ' || f.predicate
             FROM facts f WHERE {about} AND {condition}
             ORDER BY 4 DESC, f.valid_at DESC, f.id LIMIT ?""",
@@ -490,6 +496,8 @@ def sessions_listed(db: Queryable, window: Window, limit: int | None, keys: list
     of its first turn there that asks for something (``_SLIGHT_TURN``: not a greeting).
     Its sentence (a model's) is given when the window holds all of its turns held now: it
     was written from those."""
+    if keys is not None and not keys:
+        return []
     condition, params = episode_window("e", window)
     if keys is not None:
         condition += f" AND {SESSION} IN ({', '.join('?' * len(keys))})"
@@ -631,11 +639,9 @@ def episodes_by_id(db: Queryable, episode_ids: list[str], match: str | None, *, 
             found[r[0]] = EpisodeHit(episode_id=r[0], source=r[1], position=r[2], format=r[3], reference_time=r[4],
                                      snippet="", chars=len(r[5]), text=r[5] if full else None, conversation=r[6])
     marked: dict[str, str] = {}
-    for chunk, marks in in_chunks(list(found) if match is not None else []):
-        marked.update(db.execute(
-            f"""SELECT e.id, highlight(episodes_fts, 0, ?, ?)
-                FROM episodes_fts JOIN episodes e ON e.text_id = episodes_fts.rowid
-                WHERE episodes_fts MATCH ? AND e.id IN ({marks})""", [HIT_START, HIT_END, match, *chunk]).fetchall())
+    search = text_search.of(db)
+    for chunk, _ in in_chunks(list(found) if match is not None else []):
+        marked.update(db.execute(*search.highlighted(HIT_START, HIT_END, cast(str, match), chunk)).fetchall())
     for episode_id, text in texts.items():
         if HIT_START in text or HIT_END in text:  # a text that holds the marks itself: its opening, unmarked
             marked[episode_id] = text.replace(HIT_START, "").replace(HIT_END, "")

@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from memctl.results import EntitySummary
-from memctl.store import Queryable, in_chunks
+from memctl.store import Queryable, in_chunks, json_texts
 from memctl.store.reads import facts_of_subject_at, time_window
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 
 def mark_changed(db: Database, expired: Iterable[dict], inserted: Iterable[dict], at: str) -> None:
@@ -39,7 +39,9 @@ def mark_changed(db: Database, expired: Iterable[dict], inserted: Iterable[dict]
         return
     db.conn.executemany(
         """INSERT INTO summary_gates (subject_id, dirty, invalidated, passes) VALUES (?, 1, ?, 0)
-           ON CONFLICT (subject_id) DO UPDATE SET dirty = 1, invalidated = max(invalidated, excluded.invalidated)""",
+           ON CONFLICT (subject_id) DO UPDATE SET dirty = 1,
+           invalidated = CASE WHEN excluded.invalidated > summary_gates.invalidated THEN excluded.invalidated
+                              ELSE summary_gates.invalidated END""",
         sorted(subjects.items()))
     expire_current(db, list(subjects), at)
 
@@ -222,8 +224,9 @@ def write_session_summary(db: Database, session: str, episodes_hash: str, text: 
                           episode_ids: list[str], at: str) -> None:
     import json
 
-    db.execute("""INSERT OR REPLACE INTO session_summaries (session, episodes_hash, text, model, episode_ids, created_at)
-                  VALUES (?, ?, ?, ?, ?, ?)""", [session, episodes_hash, text, model, json.dumps(episode_ids), at])
+    db.execute("""INSERT INTO session_summaries (session, episodes_hash, text, model, episode_ids, created_at)
+                  VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session, episodes_hash) DO UPDATE SET text = excluded.text,
+                  model = excluded.model, episode_ids = excluded.episode_ids, created_at = excluded.created_at""", [session, episodes_hash, text, model, json.dumps(episode_ids), at])
 
 
 def sessions_of_operation(db: Queryable, operation_id: str) -> list[str]:
@@ -244,6 +247,6 @@ def all_sessions(db: Queryable) -> list[str]:
 
 def forget_sessions(db: Database) -> None:
     """A purge (``temp.purged_episodes``): the session summaries written from any purged turn go."""
-    db.execute("""DELETE FROM session_summaries WHERE EXISTS (
-                      SELECT 1 FROM json_each(session_summaries.episode_ids) j
-                      WHERE j.value IN (SELECT id FROM temp.purged_episodes))""")
+    db.execute(f"""DELETE FROM session_summaries WHERE EXISTS (
+                      SELECT 1 FROM {json_texts(db, "session_summaries.episode_ids")}
+                      WHERE value IN (SELECT id FROM temp.purged_episodes))""")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from memctl.store import Queryable
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 # Parents before children.
 TABLES = ("operations", "episodes", "entities", "assertions", "facts", "fact_provenance", "fact_text_hashes",

@@ -33,7 +33,7 @@ except ImportError:  # Windows: no flock
 from memctl.store import database_file
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from memctl.store import Database
 
 # How long a long operation waits at most for raised hands to go down: a waiting writer
 # tries the lock every 5 ms; a hand that stays up longer belongs to a writer waiting on a

@@ -26,21 +26,21 @@ from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memctl.store import next_batch_size
+from memctl.store import given_slots, next_batch_size
 from memctl.store.connection import Clock, transaction_time, write_transaction
 from memctl.store.turns import let_others_in
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
+    from memctl.store import Database
     from memctl.store.episodes import Touched
     from memctl.store.facts import SlotChange, SlotChanges
 
 Slot = tuple[int, str]  # (subject_id, predicate_key)
 
-# The slots given, as a table to join with.
-_GIVEN = ("json_each(?) j CROSS JOIN underived_slots u ON u.subject_id = json_extract(j.value, '$[0]') "
-          "AND u.predicate_key = json_extract(j.value, '$[1]')")
+
+def _given(db: Database, table: str, alias: str) -> str:
+    """The slots given (a JSON array as one ``?``), joined with ``table``'s rows of them."""
+    return f"{given_slots(db)} g CROSS JOIN {table} {alias} ON {alias}.subject_id = g.s AND {alias}.predicate_key = g.p"
 
 
 def owe(db: Database, operation_id: str, changed: dict[Slot, SlotChange], at: str) -> int:
@@ -63,7 +63,7 @@ def owe(db: Database, operation_id: str, changed: dict[Slot, SlotChange], at: st
     with_facts = stored_cardinalities(db, list(changed))
     db.conn.executemany(
         "INSERT INTO temp.owed_new_slots VALUES (?, ?, ?) "
-        "ON CONFLICT DO UPDATE SET instants = instants + excluded.instants",
+        "ON CONFLICT (subject_id, predicate_key) DO UPDATE SET instants = owed_new_slots.instants + excluded.instants",
         [(*slot, sum(map(len, change.instants.values()))) for slot, change in changed.items()
          if slot not in with_facts])
     rows = [(*slot, object_id, instant, change.added_many, change.removed_many)
@@ -116,7 +116,8 @@ def release(db: Database, operation_id: str, slots: list[Slot]) -> Released:
     given = json.dumps(slots)
     owers: dict[Slot, list[tuple[str, str]]] = {}
     for subject_id, predicate_key, owner, since in db.execute(
-            f"SELECT u.subject_id, u.predicate_key, u.operation_id, u.since FROM {_GIVEN}", [given]):
+            f"SELECT u.subject_id, u.predicate_key, u.operation_id, u.since FROM {_given(db, 'underived_slots', 'u')}",
+            [given]):
         owers.setdefault((subject_id, predicate_key), []).append((owner, since))
     mine = {slot: found[0][1] for slot, found in owers.items() if [owner for owner, _ in found] == [operation_id]}
     shared = {slot for slot, found in owers.items() if len(found) > 1 and operation_id in dict(found)}
@@ -126,17 +127,14 @@ def release(db: Database, operation_id: str, slots: list[Slot]) -> Released:
     changes: dict[Slot, SlotChange] = {}
     for subject_id, predicate_key, object_id, instant, added_many, removed_many in db.execute(
             "SELECT c.subject_id, c.predicate_key, c.object_id, c.instant, c.added_many, c.removed_many "
-            "FROM json_each(?) j CROSS JOIN temp.owed_changes c ON c.subject_id = json_extract(j.value, '$[0]') "
-            "AND c.predicate_key = json_extract(j.value, '$[1]')", [given]):
+            f"FROM {_given(db, 'temp.owed_changes', 'c')}", [given]):
         if (subject_id, predicate_key) in mine:
             change = changes.setdefault((subject_id, predicate_key), SlotChange())
             change.instants.setdefault(object_id, set()).add(instant)
             change.added_many |= bool(added_many)
             change.removed_many |= bool(removed_many)
     new = {(s, p) for s, p in db.execute(
-        "SELECT n.subject_id, n.predicate_key FROM json_each(?) j CROSS JOIN temp.owed_new_slots n "
-        "ON n.subject_id = json_extract(j.value, '$[0]') AND n.predicate_key = json_extract(j.value, '$[1]')",
-        [given]) if (s, p) in mine}
+        f"SELECT n.subject_id, n.predicate_key FROM {_given(db, 'temp.owed_new_slots', 'n')}", [given]) if (s, p) in mine}
     for table in ("owed_changes", "owed_new_slots"):
         db.conn.executemany(f"DELETE FROM temp.{table} WHERE subject_id = ? AND predicate_key = ?", slots)
     few = _few_left(db, {slot: sum(map(len, change.instants.values())) for slot, change in changes.items()
@@ -161,8 +159,8 @@ def _few_left(db: Database, instants: dict[Slot, int]) -> set[Slot]:
     bounds = {slot: _WHOLE_BELOW + _WHOLE_BELOW_PER_INSTANT * n for slot, n in instants.items()}
     return {(s, p) for s, p, left in db.execute(
         "SELECT s, p, (SELECT count(*) FROM (SELECT 1 FROM assertions a WHERE a.subject_id = s AND "
-        "a.predicate_key = p AND a.expired_at IS NULL LIMIT ?)) FROM (SELECT json_extract(value, '$[0]') AS s, "
-        "json_extract(value, '$[1]') AS p FROM json_each(?))", [max(bounds.values()), json.dumps(list(bounds))])
+        f"a.predicate_key = p AND a.expired_at IS NULL LIMIT ?) AS held) FROM {given_slots(db)} g",
+        [max(bounds.values()), json.dumps(list(bounds))])
         if left < bounds[s, p]}
 
 
@@ -171,7 +169,8 @@ def claim(db: Database, slots: Iterable[Slot]) -> set[Slot]:
     caller resolves them whole."""
     if db.execute("SELECT 1 FROM underived_slots LIMIT 1").fetchone() is None:
         return set()  # nearly always: only a long ingest or undo in progress (or killed) owes any
-    owed = {(s, p) for s, p in db.execute(f"SELECT DISTINCT u.subject_id, u.predicate_key FROM {_GIVEN}",
+    owed = {(s, p) for s, p in db.execute(f"SELECT DISTINCT u.subject_id, u.predicate_key "
+                                          f"FROM {_given(db, 'underived_slots', 'u')}",
                                           [json.dumps(sorted(slots))])}
     db.conn.executemany("DELETE FROM underived_slots WHERE subject_id = ? AND predicate_key = ?", owed)
     return owed
