@@ -778,12 +778,10 @@ def hook_claude_code(
 
     Example: memctl hook claude-code
     """
-    from memctl.store.connection import default_path
-
     if not run:
         memctl = (str(Path(sys.argv[0]).resolve()) if Path(sys.argv[0]).name == "memctl"
                   else f"{sys.executable} -m memctl")
-        database = Path(State.db_path or default_path()).expanduser().resolve()
+        database = _where()
         command = f"{memctl} --db {shlex.quote(str(database))} hook claude-code --run"
         _print_json({"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": command}]}]}})
         typer.echo("memctl: merge this into the \"hooks\" of ~/.claude/settings.json (or a project's "
@@ -1166,13 +1164,30 @@ def path(as_json: JsonOption = False) -> None:
 
     Example: sqlite-utils tables "$(memctl path)"
     """
-    from memctl.store.connection import default_path
+    where = _where()
+    if isinstance(where, str):  # a PostgreSQL database: its URL without a password
+        from memctl.store.postgres.connection import connect, holds_memory, shown
 
-    where = Path(State.db_path or default_path()).expanduser().resolve()
+        server = connect(where)
+        try:
+            held = holds_memory(server)
+        finally:
+            server.close()
+        where, exists = shown(where), held
+    else:
+        exists = where.is_file()
     if as_json:
-        _print_json({"path": str(where), "exists": where.is_file()})
+        _print_json({"path": str(where), "exists": exists})
     else:
         typer.echo(str(where))
+
+
+def _where() -> Path | str:
+    """The memory --db, $MEMCTL_DB or the default names: a file's whole path, or a URL."""
+    from memctl.store.connection import default_path, located
+
+    where = located(State.db_path or default_path())
+    return where if isinstance(where, str) else where.resolve()
 
 
 @app.command()

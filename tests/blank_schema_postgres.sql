@@ -52,7 +52,7 @@ column episodes.extraction text NOT NULL DEFAULT 'structured'::text
 column episodes.extraction_error text
 column episodes.text_id bigint
 column episodes.session text
-column episodes.content_tsv tsvector AS to_tsvector('english'::regconfig, content)
+column episodes.content_tsv tsvector AS to_tsvector('memctl'::regconfig, content)
 column fact_provenance.fact_id bigint NOT NULL
 column fact_provenance.assertion_id bigint NOT NULL
 column fact_provenance.episode_id text NOT NULL
@@ -63,7 +63,7 @@ column fact_texts.fact text NOT NULL
 column fact_texts.subject text NOT NULL
 column fact_texts.predicate text NOT NULL
 column fact_texts.object text NOT NULL
-column fact_texts.document tsvector AS to_tsvector('english'::regconfig, ((((((fact || ' '::text) || subject) || ' '::text) || predicate) || ' '::text) || object))
+column fact_texts.document tsvector AS to_tsvector('memctl'::regconfig, ((((((fact || ' '::text) || subject) || ' '::text) || predicate) || ' '::text) || object))
 column facts.id bigint NOT NULL
 column facts.subject_id bigint NOT NULL
 column facts.predicate text NOT NULL

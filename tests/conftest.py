@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -41,7 +43,7 @@ class Run:
 # (issue 33), a SQLite file and a new PostgreSQL database. MEMCTL_TEST_BACKENDS=sqlite
 # narrows a local run to one; CI runs both. A test of what only a file has (its bytes,
 # its -wal, a read-only mount) is marked ``sqlite_only`` and runs on SQLite alone.
-BACKENDS = tuple(os.environ.get("MEMCTL_TEST_BACKENDS", "sqlite").split(","))
+BACKENDS = tuple(os.environ.get("MEMCTL_TEST_BACKENDS", "sqlite,postgresql").split(","))
 
 
 def pytest_configure(config):
@@ -100,6 +102,59 @@ def cli(raw_cli, db_path):
     return run
 
 
+@contextmanager
+def open_store(where):
+    """A connection to look into the store a test wrote, whichever backend it is on (a
+    file's path, or a PostgreSQL URL): ``execute`` takes SQLite's spelling on both, and
+    rows are tuples (``dict_rows`` gives them by name)."""
+    if isinstance(where, str) and where.startswith("postgresql://"):
+        from memctl.store.postgres.connection import connect
+
+        conn = connect(where)
+    else:
+        conn = sqlite3.connect(where, isolation_level=None)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def where_of(db_path) -> str:
+    """The store as memctl names it: a file's whole path, a URL without its password."""
+    if isinstance(db_path, str):
+        from memctl.store.postgres.connection import shown
+
+        return shown(db_path)
+    return str(db_path.resolve())
+
+
+def made_nothing(db_path) -> bool:
+    """Nothing was written to the store: no file, or (a server's database, made with the
+    schema in place) no operation journaled."""
+    if isinstance(db_path, str):
+        with open_store(db_path) as conn:
+            return conn.execute("SELECT count(*) FROM operations").fetchone()[0] == 0
+    return not db_path.exists()
+
+
+def stored_text(db_path) -> str:
+    """Every row of every table of the store as text: what a user could read back out of it
+    (a file's dump after its log is checkpointed; a server's tables)."""
+    from memctl.store.tables import TABLES
+
+    with open_store(db_path) as conn:
+        if isinstance(db_path, str):
+            return "\n".join(repr(row) for table in TABLES for row in conn.execute(f"SELECT * FROM {table}"))
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return "\n".join(conn.iterdump())
+
+
+def dict_rows(conn, sql: str, parameters=()) -> list[dict]:
+    cursor = conn.execute(sql, parameters)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
 def write_jsonl(path: Path, lines: list) -> Path:
     path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
     return path
@@ -153,7 +208,8 @@ def utc(text: str) -> str:
     return normalize_instant(text)
 
 
-__all__ = ["REALDATA", "needs_realdata", "Run", "write_jsonl", "FakeClock", "current_facts", "utc", "timezone"]
+__all__ = ["REALDATA", "needs_realdata", "Run", "write_jsonl", "FakeClock", "current_facts", "utc", "timezone",
+           "open_store", "dict_rows", "where_of", "made_nothing", "stored_text"]
 
 
 @pytest.fixture(scope="session")

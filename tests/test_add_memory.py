@@ -3,13 +3,12 @@ facts stored as given or extracted as an ingest's are; bad input stores nothing.
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from memctl import BadInput, Memory, build_extractor
 from memctl.errors import LLMUnavailable
 from memctl.extract import Request, Result
+from tests.conftest import open_store
 
 from .conftest import utc
 
@@ -154,7 +153,7 @@ def test_a_memory_filed_at_its_source_while_this_one_was_extracted_makes_this_on
 
         def extract(self, requests):
             theirs.add_memory("Payments moved to Stripe.", reference_time="2025-05-01")
-            with sqlite3.connect(path) as cache:  # as the LLM extractor keeps a reply it paid for
+            with open_store(path) as cache:  # as the LLM extractor keeps a reply it paid for
                 cache.execute("INSERT INTO llm_cache (key, response, created_at, episode_id) VALUES (?, ?, ?, ?)",
                               ["k", "reply", "2026-01-01T00:00:00.000000Z", requests[0].episode_id])
             yield from rules.extract(requests)
@@ -164,10 +163,10 @@ def test_a_memory_filed_at_its_source_while_this_one_was_extracted_makes_this_on
     assert added.position == 2 and added.assertions
     assert sorted(e.position for e in mine.episodes()) == [1, 2]
     assert mine.show(added.episode_id).position == 2
-    with sqlite3.connect(path) as db:
+    with open_store(path) as db:
         assert db.execute("SELECT episode_id FROM llm_cache").fetchall() == [(added.episode_id,)]
     mine.undo([added.episode_id], apply=True, purge=True)
-    with sqlite3.connect(path) as db:  # purged with its episode: nothing of its text is left
+    with open_store(path) as db:  # purged with its episode: nothing of its text is left
         assert db.execute("SELECT count(*) FROM llm_cache").fetchone() == (0,)
     mine.close()
     theirs.close()

@@ -9,7 +9,7 @@ from memctl.extract import Request, Result
 from memctl.memory import Memory
 from memctl.model import Assertion
 from memctl.sources import IngestOptions
-from tests.conftest import FakeClock, write_jsonl
+from tests.conftest import FakeClock, open_store, stored_text, write_jsonl
 from tests.fake_llm import chat_file, point_at
 
 
@@ -92,7 +92,6 @@ def _chat_file(tmp_path):
 
 
 def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(cli, db_path, tmp_path, monkeypatch):
-    import sqlite3
     from datetime import datetime
 
     from tests.fake_llm import API_KEY, FakeOpenAIServer
@@ -105,7 +104,7 @@ def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(c
     report = run.json()
     assert report["extractor"] == "llm:fake-adversarial" and report["extraction_calls"] == len(CHAT)
     assert report["guard_changes"] >= lied > 0
-    with sqlite3.connect(db_path) as conn:
+    with open_store(db_path) as conn:
         rows = dict(conn.execute("SELECT fact, valid_at FROM assertions").fetchall())
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     assert not [v for v in rows.values() if v.startswith(today)]  # zero invented today-midnights
@@ -117,7 +116,6 @@ def test_an_adversarial_model_leaves_no_invented_date_and_stated_dates_survive(c
 
 
 def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tmp_path, monkeypatch):
-    import sqlite3
     from datetime import datetime
 
     from tests.fake_llm import API_KEY, FakeOpenAIServer
@@ -128,7 +126,7 @@ def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tm
         refused = cli("ingest", chat, "--extractor", "llm", "--model", "fake-normal")
         assert refused.code == 1 and "pending" in refused.err
         assert len([line for line in refused.err.splitlines() if "pending" in line]) == 1
-        with sqlite3.connect(db_path) as conn:
+        with open_store(db_path) as conn:
             assert conn.execute("SELECT extraction, count(*) FROM episodes GROUP BY 1").fetchall() == [
                 ("pending", len(CHAT))]
             assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == 0
@@ -136,7 +134,7 @@ def test_a_rejected_key_keeps_episodes_pending_for_the_next_run(cli, db_path, tm
         again = cli("ingest", chat, "--extractor", "llm", "--model", "fake-normal", "--json")
     assert again.code == 0, again.err
     assert again.json()["extracted_pending"] == len(CHAT) and again.json()["added"] == 0
-    with sqlite3.connect(db_path) as conn:
+    with open_store(db_path) as conn:
         assert conn.execute("SELECT DISTINCT extraction FROM episodes").fetchall() == [("done",)]
         assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == 7
 
@@ -171,7 +169,6 @@ def test_retry_of_unchanged_input_costs_no_call(cli, db_path, tmp_path, monkeypa
 
 def test_purge_erases_the_cached_model_replies_of_the_episode(cli, db_path, tmp_path, monkeypatch):
     """What a model made of the text is a copy of it: undo --purge takes it too, and only it."""
-    import sqlite3
     from datetime import datetime
 
     from tests.fake_llm import API_KEY, FakeOpenAIServer
@@ -180,12 +177,12 @@ def test_purge_erases_the_cached_model_replies_of_the_episode(cli, db_path, tmp_
         point_at(monkeypatch, server, API_KEY)
         assert cli("ingest", _chat_file(tmp_path), "--extractor", "llm", "--model", "fake-normal").code == 0
     episodes = [e["id"] for e in cli("episodes", "--json").json()]
-    with sqlite3.connect(db_path) as conn:
+    with open_store(db_path) as conn:
         assert sorted(row[0] for row in conn.execute("SELECT episode_id FROM llm_cache")) == sorted(episodes)
     assert cli("undo", episodes[0], "--purge", "--apply").code == 0
-    with sqlite3.connect(db_path) as conn:
+    with open_store(db_path) as conn:
         kept = sorted(row[0] for row in conn.execute("SELECT episode_id FROM llm_cache"))
-        dump = "\n".join(conn.iterdump())
+    dump = stored_text(db_path)
     assert kept == sorted(episodes[1:])
     assert "Alice uses Neovim" not in dump and "Billing uses Postgres" in dump
 
@@ -256,7 +253,6 @@ def test_a_model_that_puts_every_date_at_todays_midnight_loses_no_fact(cli, db_p
     """Through the whole command: one call an episode, every fact stored at its stated date
     or its episode's time, no end, nothing failed."""
     import json
-    import sqlite3
     from datetime import datetime
 
     from tests.fake_llm import FakeOpenAIServer
@@ -276,7 +272,7 @@ def test_a_model_that_puts_every_date_at_todays_midnight_loses_no_fact(cli, db_p
     assert run.code == 0, run.err
     report = run.json()
     assert (report["assertions"], report["extraction_failures"], report["dropped"]) == (7, 0, [])
-    with sqlite3.connect(db_path) as conn:
+    with open_store(db_path) as conn:
         rows = dict(conn.execute("SELECT fact, valid_at FROM assertions WHERE invalid_at IS NULL").fetchall())
     assert len(rows) == 7
     assert rows["Billing uses Postgres since 3 March 2021."] == "2021-03-03T00:00:00.000000Z"  # from its words

@@ -295,10 +295,9 @@ def test_an_ingest_killed_without_a_word_is_marked_interrupted_by_the_next_write
     from memctl.store import operations
     from memctl.store.connection import open_database, write_transaction
 
-    live = open_database(db_path)
+    live = open_database(db_path)  # open to the end: on PostgreSQL its connection is what says it runs
     with write_transaction(live):
         mine = operations.record(live, "ingest", "2024-01-02T00:00:00.000000Z", {}, "running")
-    live.conn.close()
     subprocess.run([sys.executable, "-c", script, str(db_path)], check=True, timeout=60)
     before = {op["id"]: op["status"] for op in cli("operations", "--json").json()}
     assert sorted(before.values()) == ["done", "running", "running"]  # reading marks nothing
@@ -306,3 +305,4 @@ def test_an_ingest_killed_without_a_word_is_marked_interrupted_by_the_next_write
     after = {op["id"]: op["status"] for op in cli("operations", "--json").json()}
     assert after[mine.id] == "running"
     assert sorted(after.values()) == ["done", "interrupted", "running"]
+    live.conn.close()

@@ -8,6 +8,7 @@ import pytest
 
 from memctl.errors import BadInput
 from memctl.memory import Memory
+from tests.conftest import made_nothing, where_of
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "team.facts.jsonl"
 
@@ -57,7 +58,7 @@ def test_a_url_memctl_cannot_reach_is_refused_and_makes_no_file(raw_cli, tmp_pat
 def test_a_missing_path_leaves_no_database_behind(cli, db_path, tmp_path):
     run = cli("ingest", FIXTURE, tmp_path / "missing")
     assert run.code == 2 and "missing: no such file or directory" in run.err
-    assert not db_path.exists()
+    assert made_nothing(db_path)
 
 
 def test_a_dry_run_exits_as_the_real_run_does(cli, tmp_path):
@@ -222,7 +223,7 @@ def test_the_claude_code_hook_ingests_each_session_that_ends(cli, db_path, tmp_p
     assert shown.code == 0 and "settings.json" in shown.err
     [entry] = shown.json()["hooks"]["SessionEnd"]
     command = shlex.split(entry["hooks"][0]["command"])
-    assert command[-5:] == ["--db", str(db_path.resolve()), "hook", "claude-code", "--run"]
+    assert command[-5:] == ["--db", where_of(db_path), "hook", "claude-code", "--run"]
     session = claude_code_session(tmp_path / "projects" / "-work-app" / "s1.jsonl", "Set up the staging cluster.")
     payload = {"session_id": "s1", "transcript_path": str(session), "cwd": "/work/app", "hook_event_name": "SessionEnd",
                "reason": "exit"}
@@ -267,7 +268,7 @@ def test_backup_path_and_the_views_a_browser_reads(cli, db_path, tmp_path):
     import sqlite3
 
     assert cli("ingest", FIXTURE).code == 0
-    assert cli("path").out.strip() == str(db_path.resolve())
+    assert cli("path").out.strip() == where_of(db_path)
     made = cli("backup", tmp_path / "copy.db", "--json")
     assert made.code == 0 and made.json()["path"] == str((tmp_path / "copy.db").resolve())
     assert not (tmp_path / "copy.db-wal").exists()  # one self-contained file

@@ -5,23 +5,21 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 from datetime import UTC, datetime
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memctl.sources import MAX_EPISODE_CHARS, MIN_USER_CHARS, Turn, cut, render
-from tests.conftest import REALDATA, needs_realdata, write_jsonl
+from tests.conftest import REALDATA, dict_rows, made_nothing, needs_realdata, open_store, stored_text, write_jsonl
 
 CLAUDE = REALDATA / "daaain-claude-code-log" / "real_projects"
 LOG_FORMATS = {"claude-code", "codex", "chatgpt", "claude-ai", "gemini", "aider", "jsonl"}
 
 
 def stored(db) -> list[dict]:
-    with sqlite3.connect(db) as conn:
-        conn.row_factory = sqlite3.Row
-        return [dict(r) for r in conn.execute("SELECT * FROM episodes")]
+    with open_store(db) as conn:
+        return dict_rows(conn, "SELECT * FROM episodes")
 
 
 @needs_realdata
@@ -90,7 +88,7 @@ def test_dry_run_shows_every_episode_and_skip_and_writes_nothing(cli, db_path, t
     assert [(r["position"], r["reference_time"], r["skipped_reason"] is None) for r in rows] == [
         (1, "2024-05-01T10:00:00.000000Z", True), (3, None, False)]
     assert "not a time" in rows[1]["skipped_reason"] and rows[1]["bad_input"] is True
-    assert not db_path.exists()
+    assert made_nothing(db_path)
     assert cli("ingest", chat).code == 1
 
 
@@ -177,9 +175,7 @@ def test_purging_a_revised_episode_erases_its_older_readings(cli, db_path, tmp_p
     assert cli("ingest", session, "--extractor", "rules", "--json").json()["revised"] == 1
     (episode,) = cli("episodes", "--json").json()
     assert cli("undo", episode["id"], "--purge", "--apply").code == 0
-    with sqlite3.connect(db_path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        assert "hunter2" not in "\n".join(conn.iterdump())
+    assert "hunter2" not in stored_text(db_path)
 
 
 @given(st.text(alphabet="ab\n ", max_size=400), st.integers(min_value=0, max_value=300))

@@ -7,7 +7,6 @@ Each against a local fake server (tests/fake_llm.py) through the real ``openai``
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from memctl.extract import Request
 from memctl.extract.llm import NO_KEY, LLMExtractor, make_client, unwrap
 from memctl.extract.prompt import RESPONSE_SCHEMA
+from tests.conftest import made_nothing, open_store
 from tests.fake_llm import API_KEY, FakeOpenAIServer, chat_file, point_at
 
 NOW = datetime(2026, 1, 15, 12, tzinfo=UTC)
@@ -204,7 +204,7 @@ def test_no_model_to_choose_keeps_the_episodes_pending_says_so_once_and_exits_1(
         retried = cli("retry", episode)
     assert run.code == 1 and run.err.count(said) == 1 and "--model" in run.err
     assert "3 episode(s) wait for the model" in run.err
-    with sqlite3.connect(db_path) as conn:
+    with open_store(db_path) as conn:
         assert conn.execute("SELECT extraction, count(*) FROM episodes GROUP BY 1").fetchall() == [("pending", 3)]
     assert retried.code == 2 and said in retried.err and "Traceback" not in retried.err
 
@@ -215,7 +215,7 @@ def test_openais_own_endpoint_needs_a_model_named(cli, db_path, tmp_path, monkey
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")  # no request is made: it needs a model first
     run = cli("ingest", chat_file(tmp_path / "chat.jsonl", TURNS))
     assert run.code == 1 and "no model named: pass --model or set MEMCTL_MODEL" in run.err
-    with sqlite3.connect(db_path) as conn:
+    with open_store(db_path) as conn:
         assert conn.execute("SELECT DISTINCT extraction FROM episodes").fetchall() == [("pending",)]
 
 
@@ -257,11 +257,11 @@ def test_an_llm_with_nothing_configured_does_not_stop_a_structured_import(cli, m
 def test_a_bad_extractor_option_is_refused_before_the_database_is_made(cli, db_path, arguments, said):
     run = cli(*arguments)
     assert run.code == 2 and said in run.err and run.err.count("\n") == 1
-    assert not db_path.exists()
+    assert made_nothing(db_path)
 
 
 def test_a_bad_timeout_in_the_environment_is_refused_naming_it(cli, db_path, monkeypatch):
     monkeypatch.setenv("MEMCTL_LLM_TIMEOUT", "soon")
     run = cli("ingest", FACTS)
     assert run.code == 2 and "MEMCTL_LLM_TIMEOUT must be a number of seconds, got 'soon'" in run.err
-    assert not db_path.exists()
+    assert made_nothing(db_path)

@@ -19,6 +19,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memctl.times import to_storage
+from tests.conftest import made_nothing
 
 from .conftest import utc
 from .fake_llm import API_KEY, FakeOpenAIServer
@@ -363,7 +364,7 @@ def test_http_on_an_address_others_reach_needs_a_token(cli, monkeypatch, db_path
     monkeypatch.setenv("MEMCTL_MCP_TOKEN", "  ")  # blank: no token at all
     run = cli("mcp", "--http", "0.0.0.0:8765")
     assert run.code == 2 and "set MEMCTL_MCP_TOKEN" in run.err
-    assert not db_path.exists()  # refused before anything was opened
+    assert made_nothing(db_path)  # refused before anything was opened
 
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -18,7 +18,7 @@ from memctl import undo as undo_module
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
 from memctl.store import underived
-from tests.conftest import FakeClock, current_facts
+from tests.conftest import FakeClock, current_facts, open_store
 
 DAYS = [times.normalize_instant(f"2024-01-{day:02d}") for day in range(1, 29)]
 
@@ -38,7 +38,7 @@ MADE = [e for n in range(12) for e in (episode(2 * n, "billing", f"db{n % 3}"), 
 
 
 def owed_rows(path: Path) -> list[tuple]:
-    with sqlite3.connect(path) as conn:
+    with open_store(path) as conn:
         return conn.execute("SELECT s.name, u.predicate_key, u.operation_id FROM underived_slots u "
                             "JOIN entities s ON s.id = u.subject_id ORDER BY 1, 2").fetchall()
 
@@ -426,7 +426,7 @@ def test_a_slot_the_undo_leaves_empty_loses_its_facts_in_the_batch_that_first_ch
     def look_further() -> None:
         look()
         seen["svc10"] = values(Memory.open(path, FakeClock()), "svc10")
-        with sqlite3.connect(path) as conn:
+        with open_store(path) as conn:
             seen["billing_said"] = conn.execute("SELECT count(*) FROM assertions a JOIN entities s ON s.id = a.subject_id "
                                                 "WHERE s.name = 'billing' AND a.expired_at IS NULL").fetchone()[0]
 

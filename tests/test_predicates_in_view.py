@@ -6,6 +6,8 @@ the most used predicates of the whole store, and never by a scan of every assert
 
 from __future__ import annotations
 
+import pytest
+
 from memctl.extract.stage import PREDICATES_IN_PROMPT, RequestBuilder
 from memctl.names import keys_in_text
 from memctl.sources import IngestOptions
@@ -62,6 +64,7 @@ def test_an_undone_assertions_predicate_is_not_shown(memory, tmp_path):
     assert predicates_in_view(db, keys_in_text("billing"), 50) == ("uses",)
 
 
+@pytest.mark.sqlite_only
 def test_the_lookup_reads_by_index_never_a_scan_of_assertions_or_entities(memory, tmp_path):
     store(memory, tmp_path, "services", facts(("billing", "uses", "Redis"), ("svc", "depends_on", "Redis")))
     db = memory.db

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import random
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
-from tests.conftest import write_jsonl
+from tests.conftest import open_store, write_jsonl
 
 EXTRACTED = "2025-06-10T14:22:05Z"  # the day the other system ran its LLM over everything
 TODAY_MIDNIGHT = "2025-06-10T00:00:00Z"
@@ -53,7 +52,7 @@ def legacy_dataset(path) -> dict:
 
 
 def dump(db) -> list[tuple]:
-    with sqlite3.connect(db) as conn:
+    with open_store(db) as conn:
         return conn.execute("SELECT * FROM assertions ORDER BY id").fetchall()
 
 
@@ -73,8 +72,10 @@ def test_repair_fixes_exactly_the_signature_and_undo_restores_the_bytes(cli, db_
     done = cli("repair", "midnight-hallucinations", "--apply", "--json").json()
     assert done["applied"] and done["operation_id"].startswith("op_")
     after = dump(db_path)
-    with sqlite3.connect(db_path) as conn:
-        columns = [row[1] for row in conn.execute("PRAGMA table_info(assertions)")]
+    with open_store(db_path) as conn:
+        # Stored columns only: "instant" is made of valid_at and invalid_at.
+        columns = [column[0] for column in conn.execute("SELECT * FROM assertions LIMIT 0").description
+                   if column[0] != "instant"]
         references = dict(conn.execute("SELECT id, reference_time FROM episodes").fetchall())
         episode_of = dict(conn.execute("SELECT id, episode_id FROM assertions").fetchall())
     changed = {"valid_at": 0, "invalid_at": 0}
@@ -132,7 +133,7 @@ def test_a_retraction_with_an_invented_end_keeps_a_date(cli, db_path, tmp_path):
     assert cli("ingest", tmp_path / "f.jsonl").code == 0
     done = cli("repair", "midnight-hallucinations", "--apply", "--json").json()
     assert done["invalid_at_cleared"] == 1
-    with sqlite3.connect(db_path) as conn:
+    with open_store(db_path) as conn:
         assert conn.execute("SELECT valid_at, invalid_at, invalid_at_evidence FROM assertions WHERE valid_at IS NULL"
                             ).fetchall() == [(None, "2024-03-01T10:00:00.000000Z", "repair")]
     history = [r for r in cli("recall", "billing redis", "--history", "--json").json()["results"] if r["kind"] == "fact"]
@@ -149,7 +150,7 @@ def test_purging_a_repaired_episode_takes_its_journal_and_the_repair_still_undoe
     first = cli("episodes", "--json").json()[0]["id"]
     purged = cli("undo", first, "--purge", "--apply", "--json")
     assert purged.code == 0 and purged.json()["applied"]
-    with sqlite3.connect(db_path) as conn:
+    with open_store(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM repairs r LEFT JOIN assertions a ON a.id = r.assertion_id "
                             "WHERE a.id IS NULL").fetchone()[0] == 0
     undone = cli("undo", repair_id, "--apply", "--json")

@@ -23,7 +23,7 @@ from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
 from memctl.sources import MAX_EPISODE_CHARS, IngestOptions
 from memctl.store import connection
-from tests.conftest import FakeClock, write_jsonl
+from tests.conftest import FakeClock, open_store, write_jsonl
 from tests.fake_llm import API_KEY, FakeOpenAIServer
 from tests.secret_corpus import FORMATS, plants, write_format
 
@@ -52,7 +52,7 @@ def file_bytes(db: Path) -> bytes:
 
 def index_terms(db: Path) -> set[str]:
     """Every term the two full-text indexes hold, read through fts5vocab."""
-    with sqlite3.connect(db) as conn:
+    with open_store(db) as conn:
         terms = set()
         for index in ("episodes_fts", "facts_fts"):
             conn.execute(f"CREATE VIRTUAL TABLE temp.{index}_terms USING fts5vocab(main, {index}, 'row')")
@@ -66,7 +66,7 @@ def terms_of_secrets(terms: set[str], secrets: list[str]) -> list[str]:
 
 
 def stored_texts(db: Path) -> str:
-    with sqlite3.connect(db) as conn:
+    with open_store(db) as conn:
         rows = conn.execute("SELECT content FROM episodes UNION ALL SELECT subject || object || fact FROM assertions")
         return "\n".join(row[0] for row in rows)
 
@@ -275,6 +275,7 @@ def test_a_purge_leaves_no_byte_of_the_text_in_the_file_or_its_log(tmp_path, ser
             conn.execute(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')")
 
 
+@pytest.mark.sqlite_only
 def test_a_purge_a_reader_keeps_from_erasing_says_so_and_the_last_close_erases_it(cli, db_path, tmp_path,
                                                                                 monkeypatch):
     monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 200)  # how long the purge waits for the reader
@@ -346,11 +347,12 @@ def test_a_secret_in_a_model_reply_is_never_stored_or_cached(tmp_path):
     assert report.assertions > len(PLANTS) // 2, (report.first_failure, report.dropped[:3])  # kept, its secrets not
     memory.close()
     assert_nothing_stored(db)
-    with sqlite3.connect(db) as conn:
+    with open_store(db) as conn:
         cached = "".join(row[0] for row in conn.execute("SELECT response FROM llm_cache"))
         assert cached and "[REDACTED:" in cached and leaks(cached.encode(), SECRETS) == []
 
 
+@pytest.mark.sqlite_only
 def test_a_purge_beside_an_open_read_never_makes_another_writer_fail(db_path, tmp_path, monkeypatch):
     """Issue 31, item 3: with another process holding a read transaction, the purge's
     checkpoint waited out the whole busy timeout holding the write lock, and a writer

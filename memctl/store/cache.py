@@ -24,7 +24,8 @@ class ResponseCache:
     def put(self, key: str, text: str, episode_id: str) -> None:
         # Its own small write, outside the batch transaction: a reply paid for survives a crash.
         self.db.execute(
-            "INSERT OR REPLACE INTO llm_cache (key, response, created_at, episode_id) VALUES (?, ?, ?, ?)",
+            "INSERT INTO llm_cache (key, response, created_at, episode_id) VALUES (?, ?, ?, ?) ON CONFLICT (key) "
+            "DO UPDATE SET response = excluded.response, created_at = excluded.created_at, episode_id = excluded.episode_id",
             [key, text, self.now(), episode_id],
         )
 

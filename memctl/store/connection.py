@@ -215,10 +215,15 @@ def _database_class() -> type[SQLiteDatabase]:
 
 def open_database(path: str | Path, clock: Clock = system_clock) -> SQLiteDatabase:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it.
+    A ``postgresql://`` URL opens that server's database (``memctl.store.postgres``).
 
     The first writer after a killed ingest or undo marks it interrupted and derives the
     facts it still owed (``store.underived``), at ``clock``'s time.
     """
+    if is_server_url(path):
+        from memctl.store.postgres.connection import open_database as open_on_server
+
+        return open_on_server(str(path), clock)  # type: ignore[return-value]
     Database = _database_class()  # first: the schema's module imports sqlite-utils too
 
     from memctl.store import operations, underived
@@ -444,12 +449,7 @@ class Connections:
         """The one writer, opened (and the schema migrated) on first use."""
         with self._lock:
             if self._writer is None:
-                if self.url is not None:
-                    from memctl.store.postgres.connection import open_database as open_on_server
-
-                    self._writer = open_on_server(self.url, self.clock)
-                else:
-                    self._writer = open_database(self.path, self.clock)
+                self._writer = open_database(self.url or self.path, self.clock)
             return self._writer
 
     @contextmanager

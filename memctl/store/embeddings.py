@@ -55,16 +55,15 @@ def items_without_vector(db: Database, model: str) -> list[Item]:
     """One item per text that has no vector from ``model``: every stored episode's (an
     undone one can still be recalled as it was held) and every current fact's. An
     episode is named before a fact with the same text."""
-    return [(row[0], row[1]) for row in db.execute(
-        """SELECT min(kind), id FROM (
-               SELECT 'episode' AS kind, min(e.id) AS id, e.content_hash AS text_hash FROM episodes e
-               GROUP BY e.content_hash
-               UNION ALL
-               SELECT 'fact', min(f.id), h.text_hash FROM facts f JOIN fact_text_hashes h ON h.fact_id = f.id
-               WHERE f.expired_at IS NULL GROUP BY h.text_hash
-           ) t
-           WHERE NOT EXISTS (SELECT 1 FROM embeddings v WHERE v.text_hash = t.text_hash AND v.model = ?)
-           GROUP BY text_hash ORDER BY min(kind), id""", [model]).fetchall()]
+    missing = "NOT EXISTS (SELECT 1 FROM embeddings v WHERE v.text_hash = {} AND v.model = ?)"
+    episodes = db.execute(f"""SELECT min(e.id), e.content_hash FROM episodes e GROUP BY e.content_hash
+                              HAVING {missing.format("e.content_hash")} ORDER BY 1""", [model]).fetchall()
+    said = {text_hash for _, text_hash in episodes}
+    facts = db.execute(f"""SELECT min(f.id), h.text_hash FROM facts f JOIN fact_text_hashes h ON h.fact_id = f.id
+                           WHERE f.expired_at IS NULL GROUP BY h.text_hash
+                           HAVING {missing.format("h.text_hash")} ORDER BY 1""", [model]).fetchall()
+    return ([("episode", episode_id) for episode_id, _ in episodes]
+            + [("fact", fact_id) for fact_id, text_hash in facts if text_hash not in said])
 
 
 def texts_of(db: Database, items: Sequence[Item]) -> list[tuple[str, str]]:
@@ -98,12 +97,15 @@ def texts_in_window(db: Queryable, window: Window) -> dict[str, list[Item]]:
     facts, fact_params = fact_window("f", window)
     episodes, episode_params = episode_window("e", window)
     found: dict[str, list[Item]] = {}
-    for kind, item_id, text_hash in db.execute(
-            f"""SELECT 'fact', f.id, h.text_hash FROM facts f JOIN fact_text_hashes h ON h.fact_id = f.id WHERE {facts}
-                UNION ALL
-                SELECT 'episode', e.id, e.content_hash FROM episodes e WHERE {episodes}""",
-            [*fact_params, *episode_params]):
-        found.setdefault(text_hash, []).append((kind, item_id))
+    # Two statements, not a UNION: a fact's id is a number and an episode's text, which
+    # PostgreSQL will not put in one column.
+    for fact_id, text_hash in db.execute(
+            f"SELECT f.id, h.text_hash FROM facts f JOIN fact_text_hashes h ON h.fact_id = f.id WHERE {facts}",
+            fact_params):
+        found.setdefault(text_hash, []).append(("fact", fact_id))
+    for episode_id, text_hash in db.execute(f"SELECT e.id, e.content_hash FROM episodes e WHERE {episodes}",
+                                            episode_params):
+        found.setdefault(text_hash, []).append(("episode", episode_id))
     return found
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memctl.results import Operation
-from memctl.store import Queryable
+from memctl.store import Queryable, on_postgres
 from memctl.store.connection import Clock, transaction_time, write_transaction
 
 if TYPE_CHECKING:
@@ -42,6 +42,10 @@ def record(db: Database, kind: str, at: str, command: dict, status: str) -> Entr
     entry = Entry(new_operation_id())
     db.execute("INSERT INTO operations (id, kind, at, status, command, process) VALUES (?, ?, ?, ?, ?, ?)",
                [entry.id, kind, at, status, json.dumps(command, sort_keys=True), this_process()])
+    if status == "running" and on_postgres(db):
+        # Held by this connection until the operation finishes or the process is gone,
+        # whatever machine it runs on: ``mark_abandoned`` asks the server, not the host.
+        db.execute("SELECT pg_advisory_lock(hashtext(?))", [entry.id])
     return entry
 
 
@@ -53,7 +57,10 @@ def mark_abandoned(db: Database) -> list[str]:
     """Mark 'interrupted' every operation still 'running' whose process on this host is
     gone (killed, or the machine went down): nothing will finish it. When it stopped is
     not known, so ``finished_at`` stays empty. An operation of another host, or of a
-    process that is still there, is left running."""
+    process that is still there, is left running. On PostgreSQL, whatever its host: an
+    operation is running while the connection that began it holds its lock (``record``)."""
+    if on_postgres(db):
+        return _abandoned_on_server(db)
     host = socket.gethostname()
     abandoned = [operation_id for operation_id, process in db.execute(
         "SELECT id, process FROM operations WHERE status = 'running'").fetchall()
@@ -61,6 +68,17 @@ def mark_abandoned(db: Database) -> list[str]:
     if abandoned:
         db.execute(f"UPDATE operations SET status = 'interrupted' WHERE id IN ({', '.join('?' * len(abandoned))})",
                    abandoned)
+    return abandoned
+
+
+def _abandoned_on_server(db: Database) -> list[str]:
+    abandoned = []
+    for (operation_id,) in db.execute("SELECT id FROM operations WHERE status = 'running'").fetchall():
+        if db.execute("SELECT pg_try_advisory_lock(hashtext(?))", [operation_id]).fetchone()[0]:
+            db.execute("SELECT pg_advisory_unlock(hashtext(?))", [operation_id])
+            abandoned.append(operation_id)
+    for operation_id in abandoned:
+        db.execute("UPDATE operations SET status = 'interrupted' WHERE id = ?", [operation_id])
     return abandoned
 
 
@@ -84,6 +102,8 @@ def save_counts(db: Database, entry: Entry) -> None:
 
 def finish(db: Database, operation_id: str, status: str, at: str) -> None:
     db.execute("UPDATE operations SET status = ?, finished_at = ? WHERE id = ?", [status, at, operation_id])
+    if on_postgres(db):
+        db.execute("SELECT pg_advisory_unlock(hashtext(?))", [operation_id])
 
 
 def finish_apart(db: Database, clock: Clock, operation_id: str, status: str) -> None:

@@ -196,7 +196,7 @@ def episode_ids_of_source(db: Queryable, source: str) -> list[str]:
 def sources_ending(db: Queryable, tail: str) -> list[str]:
     """The stored sources that end with ``/tail`` (a listing's short form of a file's path)."""
     return [row[0] for row in db.execute(
-        "SELECT DISTINCT source FROM episodes WHERE substr(source, -?) = ? ORDER BY source",
+        "SELECT DISTINCT source FROM episodes WHERE substr(source, length(source) - ? + 1) = ? ORDER BY source",
         [len(tail) + 1, "/" + tail]).fetchall()]
 
 

@@ -226,7 +226,8 @@ def write_session_summary(db: Database, session: str, episodes_hash: str, text: 
 
     db.execute("""INSERT INTO session_summaries (session, episodes_hash, text, model, episode_ids, created_at)
                   VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session, episodes_hash) DO UPDATE SET text = excluded.text,
-                  model = excluded.model, episode_ids = excluded.episode_ids, created_at = excluded.created_at""", [session, episodes_hash, text, model, json.dumps(episode_ids), at])
+                  model = excluded.model, episode_ids = excluded.episode_ids, created_at = excluded.created_at""",
+               [session, episodes_hash, text, model, json.dumps(episode_ids), at])
 
 
 def sessions_of_operation(db: Queryable, operation_id: str) -> list[str]:

@@ -134,7 +134,8 @@ def _closing(sql: str, start: int) -> int:
 
 
 _ORDER_BY = re.compile(r"(?i)\bORDER\s+BY\b")
-_ORDER_END = re.compile(r"(?i)(?<![\w.])(?:LIMIT|OFFSET|ROWS|RANGE|GROUPS|UNION|EXCEPT|INTERSECT|FOR|WINDOW)\b")
+_ORDER_END = re.compile(r"(?i)(?<![\w.])(?:LIMIT|OFFSET|ROWS|RANGE|GROUPS|UNION|EXCEPT|INTERSECT|FOR|WINDOW|RETURNING"
+                        r"|ON\s+CONFLICT)\b")
 _NULLS = re.compile(r"(?i)\bNULLS\s+(?:FIRST|LAST)\s*$")
 _DESC = re.compile(r"(?i)\bDESC\s*$")
 

@@ -114,8 +114,10 @@ MIGRATIONS = (
         CREATE INDEX assertions_episode ON assertions(episode_id NULLS FIRST);
         CREATE INDEX assertions_object ON assertions(object_id NULLS FIRST);
         CREATE INDEX assertions_slot ON assertions(subject_id NULLS FIRST, predicate_key NULLS FIRST);
-        CREATE INDEX assertions_slot_timeline ON assertions(subject_id NULLS FIRST, predicate_key NULLS FIRST, instant NULLS FIRST) WHERE expired_at IS NULL;
-        CREATE INDEX assertions_value_timeline ON assertions(subject_id NULLS FIRST, predicate_key NULLS FIRST, object_id NULLS FIRST, instant NULLS FIRST)
+        CREATE INDEX assertions_slot_timeline ON assertions(subject_id NULLS FIRST,
+            predicate_key NULLS FIRST, instant NULLS FIRST) WHERE expired_at IS NULL;
+        CREATE INDEX assertions_value_timeline ON assertions(subject_id NULLS FIRST, predicate_key NULLS FIRST,
+            object_id NULLS FIRST, instant NULLS FIRST)
             WHERE expired_at IS NULL;
         CREATE INDEX assertions_valid_midnight ON assertions(extracted_at NULLS FIRST, valid_at NULLS FIRST)
             WHERE expired_at IS NULL AND substr(valid_at, 11) = 'T00:00:00.000000Z';
@@ -147,8 +149,10 @@ MIGRATIONS = (
         CREATE INDEX facts_slot ON facts(subject_id NULLS FIRST, predicate_key NULLS FIRST);
         CREATE INDEX facts_object ON facts(object_id NULLS FIRST);
         CREATE INDEX facts_created ON facts(created_at NULLS FIRST);
-        CREATE INDEX facts_slot_timeline ON facts(subject_id NULLS FIRST, predicate_key NULLS FIRST, valid_at NULLS FIRST) WHERE expired_at IS NULL;
-        CREATE INDEX facts_value_timeline ON facts(subject_id NULLS FIRST, predicate_key NULLS FIRST, object_id NULLS FIRST, valid_at NULLS FIRST)
+        CREATE INDEX facts_slot_timeline ON facts(subject_id NULLS FIRST,
+            predicate_key NULLS FIRST, valid_at NULLS FIRST) WHERE expired_at IS NULL;
+        CREATE INDEX facts_value_timeline ON facts(subject_id NULLS FIRST, predicate_key NULLS FIRST,
+            object_id NULLS FIRST, valid_at NULLS FIRST)
             WHERE expired_at IS NULL;
 
         -- What SQLite's facts_fts indexes, one row per fact version, kept by the backend.
@@ -304,6 +308,23 @@ MIGRATIONS = (
                    f.valid_at, f.invalid_at, f.end_reason, f.created_at, f.expired_at
             FROM facts f JOIN entities s ON s.id = f.subject_id JOIN entities o ON o.id = f.object_id;
         CREATE VIEW facts_held AS SELECT * FROM facts_named WHERE expired_at IS NULL;
+    """),
+    # FTS5's porter tokenizer stems every word and drops none; PostgreSQL's "english"
+    # drops stop words, so a quoted "should we use" searched as "use" alone. memctl's
+    # configuration stems as "english" does and keeps every word.
+    Migration("0002_text_search_keeps_every_word", """
+        CREATE TEXT SEARCH DICTIONARY memctl_stem (TEMPLATE = snowball, Language = english);
+        CREATE TEXT SEARCH CONFIGURATION memctl (COPY = english);
+        ALTER TEXT SEARCH CONFIGURATION memctl
+            ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH memctl_stem;
+        ALTER TABLE episodes DROP COLUMN content_tsv;
+        ALTER TABLE episodes ADD COLUMN content_tsv tsvector
+            GENERATED ALWAYS AS (to_tsvector('memctl', content)) STORED;
+        CREATE INDEX episodes_content_tsv ON episodes USING gin (content_tsv);
+        ALTER TABLE fact_texts DROP COLUMN document;
+        ALTER TABLE fact_texts ADD COLUMN document tsvector GENERATED ALWAYS AS (to_tsvector('memctl',
+            fact || ' ' || subject || ' ' || predicate || ' ' || object)) STORED;
+        CREATE INDEX fact_texts_document ON fact_texts USING gin (document);
     """),
 )
 

@@ -1,8 +1,9 @@
 """The text indexes on PostgreSQL (``memctl.store.text_search`` says what each method
 gives): ``episodes.content_tsv`` and ``fact_texts.document``, ``tsvector`` columns with
-GIN indexes, searched with ``to_tsquery`` in the English configuration (Snowball
-stemming, as FTS5's porter tokenizer stems) and ranked by ``ts_rank`` over the text's
-length (normalization 1), since PostgreSQL has no BM25.
+GIN indexes, searched with ``to_tsquery`` in memctl's configuration (schema migration
+0002: Snowball's English stemming, as FTS5's porter tokenizer stems, and no stop words
+dropped, as FTS5 drops none) and ranked by ``ts_rank`` over the text's length
+(normalization 1), since PostgreSQL has no BM25.
 """
 
 from __future__ import annotations
@@ -39,20 +40,20 @@ class TsVector:
     def ranked(self, index: str) -> str:
         table, rowid, vector = _INDEXES[index]
         return (f"SELECT {rowid} AS rowid, -ts_rank({vector}, q, 1) AS rank FROM {table}, "
-                f"to_tsquery('english', ?) AS q WHERE {vector} @@ q ORDER BY rank, rowid LIMIT ?")
+                f"to_tsquery('memctl', ?) AS q WHERE {vector} @@ q ORDER BY rank, rowid LIMIT ?")
 
     def matching(self, index: str) -> str:
         table, rowid, vector = _INDEXES[index]
-        return f"SELECT {rowid} AS rowid FROM {table} WHERE {vector} @@ to_tsquery('english', ?)"
+        return f"SELECT {rowid} AS rowid FROM {table} WHERE {vector} @@ to_tsquery('memctl', ?)"
 
     def count(self, index: str) -> str:
         table, _, vector = _INDEXES[index]
-        return f"SELECT count(*) FROM {table} WHERE {vector} @@ to_tsquery('english', ?)"
+        return f"SELECT count(*) FROM {table} WHERE {vector} @@ to_tsquery('memctl', ?)"
 
     def highlighted(self, start: str, end: str, match: str, episode_ids: list[str]) -> tuple[str, list]:
-        return (f"""SELECT e.id, ts_headline('english', e.content, q,
+        return (f"""SELECT e.id, ts_headline('memctl', e.content, q,
                            'StartSel="' || ? || '", StopSel="' || ? || '", HighlightAll=true')
-                    FROM episodes e, to_tsquery('english', ?) AS q
+                    FROM episodes e, to_tsquery('memctl', ?) AS q
                     WHERE e.content_tsv @@ q AND e.id IN ({", ".join("?" * len(episode_ids))})""",
                 [start, end, tsquery(match), *episode_ids])
 
