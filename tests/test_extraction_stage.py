@@ -36,9 +36,9 @@ class InventingExtractor:
                 extracted_at=times.to_storage(self.clock()))])
 
 
-def test_invented_dates_are_guarded_and_nothing_is_extracted_twice(tmp_path):
+def test_invented_dates_are_guarded_and_nothing_is_extracted_twice(tmp_path, db_path):
     clock = FakeClock("2026-11-21T15:00:00Z")
-    memory = Memory.open(tmp_path / "m.db", clock)
+    memory = Memory.open(db_path, clock)
     chat = write_jsonl(tmp_path / "chat.jsonl", [
         {"role": "user", "content": "which queue?", "timestamp": "2024-03-01T10:00:00Z"},
         {"role": "assistant", "content": "billing uses Kafka.", "timestamp": "2024-03-01T10:00:01Z"},
@@ -72,8 +72,8 @@ def test_invented_dates_are_guarded_and_nothing_is_extracted_twice(tmp_path):
     assert len(extractor.requests) == 4
 
 
-def test_without_an_extractor_log_episodes_wait_as_pending(tmp_path):
-    memory = Memory.open(tmp_path / "m.db", FakeClock())
+def test_without_an_extractor_log_episodes_wait_as_pending(tmp_path, db_path):
+    memory = Memory.open(db_path, FakeClock())
     chat = write_jsonl(tmp_path / "chat.jsonl", [{"role": "user", "content": "hi", "timestamp": 1714557600}])
     memory.ingest([chat], IngestOptions())
     assert memory.db.execute("SELECT extraction FROM episodes").fetchall() == [("pending",)]
@@ -308,13 +308,13 @@ def _current(memory):
                                 WHERE a.expired_at IS NULL ORDER BY e.reference_time""").fetchall()
 
 
-def test_a_longer_reading_whose_extraction_fails_keeps_the_stored_one(tmp_path):
+def test_a_longer_reading_whose_extraction_fails_keeps_the_stored_one(tmp_path, db_path):
     """Issue 31, item 1, for ingest: a session read again with a longer reply, whose new
     extraction fails or gives nothing that stands, must not swap the episode's good
     assertions for none. The stored reading stays, the run exits 1 (partial), and a
     later run with a working model takes the longer reading."""
     clock = FakeClock("2026-11-21T15:00:00Z")
-    memory = Memory.open(tmp_path / "m.db", clock)
+    memory = Memory.open(db_path, clock)
     extractor = Switchable(clock)
     memory.ingest([_grown_chat(tmp_path, "billing uses Redis.")], IngestOptions(), extractor=extractor)
     before = _current(memory)
@@ -333,7 +333,7 @@ def test_a_longer_reading_whose_extraction_fails_keeps_the_stored_one(tmp_path):
     assert [row[2] for row in _current(memory)] == ["Kafka", "Memcached"]
 
 
-def test_a_rerun_names_the_episodes_whose_extraction_still_failed(cli, tmp_path, monkeypatch):
+def test_a_rerun_names_the_episodes_whose_extraction_still_failed(cli, tmp_path, monkeypatch, db_path):
     """Issue 31, item 12: a re-run after extraction failures exited 0, naming nothing."""
     clock = FakeClock("2026-11-21T15:00:00Z")
     chat = write_jsonl(tmp_path / "chat.jsonl", [
@@ -341,9 +341,9 @@ def test_a_rerun_names_the_episodes_whose_extraction_still_failed(cli, tmp_path,
         {"role": "user", "content": "this one will fail", "timestamp": "2024-05-01T10:00:00Z"},
     ])
     monkeypatch.setattr("memctl.extract.build_extractor", lambda *args, **kwargs: InventingExtractor(clock))
-    first = cli("ingest", chat, "--json", db=tmp_path / "m.db")
+    first = cli("ingest", chat, "--json", db=db_path)
     assert first.code == 1 and first.json()["extraction_failures"] == 1
-    failed = [e["id"] for e in cli("episodes", "--extraction", "failed", "--json", db=tmp_path / "m.db").json()]
-    again = cli("ingest", chat, "--json", db=tmp_path / "m.db")
+    failed = [e["id"] for e in cli("episodes", "--extraction", "failed", "--json", db=db_path).json()]
+    again = cli("ingest", chat, "--json", db=db_path)
     assert again.code == 1 and again.json()["still_failed"] == failed and again.json()["added"] == 0
     assert failed[0] in again.err and "retry --failed" in again.err

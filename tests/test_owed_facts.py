@@ -79,8 +79,8 @@ def assert_exact(memory: Memory) -> None:
     assert (report.facts_created, report.facts_expired) == (0, 0)
 
 
-def test_later_batches_owe_their_facts_and_the_end_derives_them(tmp_path):
-    path = tmp_path / "m.db"
+def test_later_batches_owe_their_facts_and_the_end_derives_them(tmp_path, db_path):
+    path = db_path
     memory = Memory.open(path, FakeClock())
     seen = {}
 
@@ -105,8 +105,8 @@ def test_later_batches_owe_their_facts_and_the_end_derives_them(tmp_path):
     assert_exact(memory)
 
 
-def test_another_writer_resolves_an_owed_slot_whole_and_leaves_the_rest_owed(tmp_path):
-    path = tmp_path / "m.db"
+def test_another_writer_resolves_an_owed_slot_whole_and_leaves_the_rest_owed(tmp_path, db_path):
+    path = db_path
     memory = Memory.open(path, FakeClock())
     other = Memory.open(path, FakeClock("2026-01-01T00:00:30Z"))
     said = [("the cache runs on redis", DAYS[20], {"subject": "cache", "predicate": "runs on", "object": "redis"}),
@@ -136,9 +136,9 @@ def test_another_writer_resolves_an_owed_slot_whole_and_leaves_the_rest_owed(tmp
 
 
 @pytest.mark.parametrize("bound", ["DERIVE_EVERY_INSTANTS", "DERIVE_EVERY_SECONDS"])
-def test_a_long_ingest_derives_what_it_changes_of_facts_on_the_way(tmp_path, monkeypatch, bound):
+def test_a_long_ingest_derives_what_it_changes_of_facts_on_the_way(tmp_path, monkeypatch, bound, db_path):
     monkeypatch.setattr(underived, bound, 0)
-    path = tmp_path / "m.db"
+    path = db_path
     seen, look = seen_between_batches(path)
     memory = Memory.open(path, FakeClock())
     memory.ingest_episodes(MADE[:1])  # billing has a fact before the long ingest changes it
@@ -151,11 +151,11 @@ def test_a_long_ingest_derives_what_it_changes_of_facts_on_the_way(tmp_path, mon
 
 
 @pytest.mark.parametrize("bound", ["DERIVE_EVERY_INSTANTS", "DERIVE_EVERY_SECONDS"])
-def test_slots_without_facts_wait_for_the_end_and_keep_no_instants(tmp_path, monkeypatch, bound):
+def test_slots_without_facts_wait_for_the_end_and_keep_no_instants(tmp_path, monkeypatch, bound, db_path):
     """A slot with no fact is not out of date, and is resolved whole: its changes are kept
     as one row however many there are, and never make the ingest derive on the way."""
     monkeypatch.setattr(underived, bound, 0)
-    path = tmp_path / "m.db"
+    path = db_path
     memory = Memory.open(path, FakeClock())
     seen, look_outside = seen_between_batches(path)
 
@@ -174,19 +174,19 @@ def test_slots_without_facts_wait_for_the_end_and_keep_no_instants(tmp_path, mon
     assert_exact(memory)
 
 
-def test_an_interrupted_ingest_derives_what_it_owes_before_it_stops(tmp_path, caplog):
+def test_an_interrupted_ingest_derives_what_it_owes_before_it_stops(tmp_path, caplog, db_path):
     def interrupted():
         yield from MADE[:9]
         raise KeyboardInterrupt
 
-    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory = Memory.open(db_path, FakeClock())
     with pytest.raises(KeyboardInterrupt):
         memory.ingest_episodes(interrupted(), batch_size=2)
     # It says what it does meanwhile (a minute's work after a 1M backfill), and how to leave it.
     said = [record.getMessage() for record in caplog.records if record.name == "memctl"]
     assert said == ["memctl: interrupted; deriving the facts of 5 slot(s) the stored batches changed "
                     "(Ctrl-C again leaves that to the next command that writes)"]
-    assert owed_rows(tmp_path / "m.db") == []
+    assert owed_rows(db_path) == []
     assert current_facts(memory) == expected_facts(MADE[:8])  # four whole batches; the ninth never landed
     assert memory.operations()[0].status == "interrupted"
 
@@ -200,8 +200,8 @@ def cannot_derive(*_):
     raise sqlite3.OperationalError("disk I/O error")
 
 
-def test_what_a_failed_ingest_could_not_derive_the_next_writer_does(tmp_path, monkeypatch, caplog):
-    path = tmp_path / "m.db"
+def test_what_a_failed_ingest_could_not_derive_the_next_writer_does(tmp_path, monkeypatch, caplog, db_path):
+    path = db_path
     memory = Memory.open(path, FakeClock())
     with monkeypatch.context() as patched:
         patched.setattr(underived.Owed, "derive", cannot_derive)
@@ -221,7 +221,7 @@ def test_what_a_failed_ingest_could_not_derive_the_next_writer_does(tmp_path, mo
     assert current_facts(reopened) == expected_facts(MADE[:8])
 
 
-def test_an_undo_in_batches_derives_what_it_took_out_as_one_transaction_would(tmp_path, monkeypatch):
+def test_an_undo_in_batches_derives_what_it_took_out_as_one_transaction_would(tmp_path, monkeypatch, db_path):
     """The later batches of an undo owe their facts too. Deriving them later, what they took
     out still counts as the stored facts' support: here the end that the undone episode
     stated for a fact another episode also supports (a resolution that forgot it would
@@ -239,7 +239,7 @@ def test_an_undo_in_batches_derives_what_it_took_out_as_one_transaction_would(tm
     # Said again and again: enough left that the slot is resolved over its stretches, not whole.
     confirmed = [said(n, 5 + n, [{"subject": "billing", "object": "db0", "valid_at": DAYS[5 + n]}]) for n in range(1, 12)]
     later = said(30, 25, [{"subject": "cache", "object": "redis", "valid_at": DAYS[25]}])
-    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory = Memory.open(db_path, FakeClock())
     memory.ingest_episodes([ended, *confirmed, later], batch_size=20)
     assert values(memory, "billing") == ["db0"]
     memory.clock.advance(seconds=1)
@@ -254,19 +254,19 @@ def test_an_undo_in_batches_derives_what_it_took_out_as_one_transaction_would(tm
     memory.clock.advance(seconds=1)
     plan = memory.undo([later.id, ended.id], apply=True)  # latest first: the cache, then (owed) billing
     assert plan.applied and seen["owed"] == 1
-    assert owed_rows(tmp_path / "m.db") == []
+    assert owed_rows(db_path) == []
     assert current_facts(memory) == expected_facts(confirmed)
     assert [row[7] for row in current_facts(memory)] == [None]  # open again: nobody else said it ended
     assert_exact(memory)
 
 
-def test_what_is_resolved_whole_and_what_over_its_stretches(tmp_path):
+def test_what_is_resolved_whole_and_what_over_its_stretches(tmp_path, db_path):
     """Each operation's changes are known only to its own connection: the first to derive a
     slot that another operation owes too resolves it whole, for both. So is a slot with
     few active assertions left for its changes (an undo that empties it)."""
     from memctl.store.facts import SlotChange
 
-    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory = Memory.open(db_path, FakeClock())
     busy = [episode(n, "busy", f"db{n % 3}") for n in range(12)]
     memory.ingest_episodes(busy + [episode(12, "quiet", "k8s"), episode(13, "shared", "k8s")], batch_size=14)
     db = memory.db
@@ -285,7 +285,7 @@ def test_what_is_resolved_whole_and_what_over_its_stretches(tmp_path):
     assert db.execute("SELECT count(*) FROM underived_slots").fetchone() == (0,)
 
 
-def test_a_batch_that_revises_an_episode_owes_what_it_took_out_too(tmp_path):
+def test_a_batch_that_revises_an_episode_owes_what_it_took_out_too(tmp_path, db_path):
     """A turn read again after its reply grew takes its old reading's assertions out at its
     batch's time, and owes the facts of that as of any other batch."""
     import dataclasses
@@ -297,7 +297,7 @@ def test_a_batch_that_revises_an_episode_owes_what_it_took_out_too(tmp_path):
                                      subject="billing", predicate="runs on", object="db9", fact="billing moved to db9",
                                      valid_at=DAYS[3], valid_at_evidence="explicit", extractor="facts")])
     assert longer.id == grown.id
-    path = tmp_path / "m.db"
+    path = db_path
     memory = Memory.open(path, FakeClock())
     seen, look = seen_between_batches(path)
     episodes = [*MADE[:2], grown, *MADE[3:8], longer, *MADE[8:]]
@@ -309,26 +309,26 @@ def test_a_batch_that_revises_an_episode_owes_what_it_took_out_too(tmp_path):
     assert_exact(memory)
 
 
-def test_a_writer_that_runs_on_derives_what_its_failed_ingest_owed_at_its_next_one(tmp_path, monkeypatch):
+def test_a_writer_that_runs_on_derives_what_its_failed_ingest_owed_at_its_next_one(tmp_path, monkeypatch, db_path):
     """A server is not reopened: its next long operation derives what an earlier one of any
     process could not, before it owes anything itself."""
-    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory = Memory.open(db_path, FakeClock())
     with monkeypatch.context() as patched:
         patched.setattr(underived.Owed, "derive", cannot_derive)
         with pytest.raises(OSError):
             memory.ingest_episodes(failing(), batch_size=2)
-    assert len(owed_rows(tmp_path / "m.db")) == 5
+    assert len(owed_rows(db_path)) == 5
     memory.clock.advance(seconds=1)
     memory.ingest_episodes(MADE[8:], batch_size=2)
-    assert owed_rows(tmp_path / "m.db") == []
+    assert owed_rows(db_path) == []
     assert current_facts(memory) == expected_facts(MADE)
     assert_exact(memory)
 
 
-def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_path, monkeypatch, caplog):
+def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_path, monkeypatch, caplog, db_path):
     monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
     monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
-    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory = Memory.open(db_path, FakeClock())
     operation = memory.ingest_episodes(MADE, batch_size=len(MADE)).operation_id
     memory.clock.advance(seconds=1)
     batch = undo_module._undo_batch
@@ -346,17 +346,17 @@ def test_an_interrupted_undo_derives_what_its_batches_owe_before_it_stops(tmp_pa
     assert [r.getMessage().split(";")[0] for r in caplog.records if r.name == "memctl"] == ["memctl: interrupted"]
     undone = {episode_id for episodes in calls[:3] for episode_id in episodes}
     assert len(undone) == 5  # one, then two and two: the later two batches owed their facts
-    assert owed_rows(tmp_path / "m.db") == []
+    assert owed_rows(db_path) == []
     assert current_facts(memory) == expected_facts([e for e in MADE if e.id not in undone])
     assert [op.status for op in memory.operations()] == ["done", "interrupted"]
 
 
-def test_a_preview_derives_as_the_undo_it_shows_and_leaves_nothing_owed(tmp_path, monkeypatch):
+def test_a_preview_derives_as_the_undo_it_shows_and_leaves_nothing_owed(tmp_path, monkeypatch, db_path):
     """A preview runs the undo's batches in one transaction that it rolls back; its later
     batches owe their facts as the undo's do, so it costs what the undo does."""
     monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
     monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
-    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory = Memory.open(db_path, FakeClock())
     operation = memory.ingest_episodes(MADE, batch_size=len(MADE)).operation_id
     memory.clock.advance(seconds=1)
     derived: list[bool] = []  # each derivation of owed facts: whether it was a preview's
@@ -366,11 +366,11 @@ def test_a_preview_derives_as_the_undo_it_shows_and_leaves_nothing_owed(tmp_path
     before = current_facts(memory)
     preview = memory.undo([operation])
     assert derived == [True] and not preview.applied
-    assert current_facts(memory) == before and owed_rows(tmp_path / "m.db") == []
+    assert current_facts(memory) == before and owed_rows(db_path) == []
     applied = memory.undo([operation], apply=True)
     assert derived == [True, False]
     assert preview.effects.counts() == applied.effects.counts() and applied.effects.counts()["removed"] > 0
-    assert current_facts(memory) == [] and owed_rows(tmp_path / "m.db") == []
+    assert current_facts(memory) == [] and owed_rows(db_path) == []
     assert_exact(memory)
 
 
@@ -408,14 +408,14 @@ def between_undo_batches(batches: int, look: Callable[[], None]):
     return watched
 
 
-def test_a_slot_the_undo_leaves_empty_loses_its_facts_in_the_batch_that_first_changes_it(tmp_path, monkeypatch):
+def test_a_slot_the_undo_leaves_empty_loses_its_facts_in_the_batch_that_first_changes_it(tmp_path, monkeypatch, db_path):
     """Undoing a whole ingest empties most slots it touches: their facts end when the undo
     first takes one of their assertions out, instead of being resolved anew each time a
     batch takes the latest off. A slot that keeps an assertion of another ingest keeps its
     facts (resolved from what is left), and the end is what one transaction would make."""
     monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
     monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
-    path = tmp_path / "m.db"
+    path = db_path
     memory = Memory.open(path, FakeClock())
     operation = memory.ingest_episodes(MADE, batch_size=len(MADE)).operation_id
     kept = episode(100, "svc10", "nomad")  # said by another ingest: svc10 is not left empty
@@ -448,13 +448,13 @@ def test_a_slot_the_undo_leaves_empty_loses_its_facts_in_the_batch_that_first_ch
     assert_exact(memory)
 
 
-def test_facts_an_undo_ended_early_come_back_if_it_stops_before_its_end(tmp_path, monkeypatch):
+def test_facts_an_undo_ended_early_come_back_if_it_stops_before_its_end(tmp_path, monkeypatch, db_path):
     """An undo killed (here: unable to derive on its way out) after it ended a slot's facts
     early leaves that slot owed; the next writer resolves it whole from the assertions
     that are still active, so nothing the undo did not take out stays without its fact."""
     monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
     monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
-    path = tmp_path / "m.db"
+    path = db_path
     memory = Memory.open(path, FakeClock())
     operation = memory.ingest_episodes(MADE, batch_size=len(MADE)).operation_id
     memory.clock.advance(seconds=1)
@@ -479,19 +479,19 @@ def test_facts_an_undo_ended_early_come_back_if_it_stops_before_its_end(tmp_path
     assert values(reopened, "billing") and owed_rows(path) == []
 
 
-def test_an_interrupted_ingest_whose_file_fails_too_still_stops_as_interrupted(tmp_path, monkeypatch):
+def test_an_interrupted_ingest_whose_file_fails_too_still_stops_as_interrupted(tmp_path, monkeypatch, db_path):
     """Counting what it owes, to say so, reads the file: if that fails too, the
     interruption is what propagates, and the next writer derives what was owed."""
     def interrupted():
         yield from MADE[:9]
         raise KeyboardInterrupt
 
-    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory = Memory.open(db_path, FakeClock())
     monkeypatch.setattr(underived, "owed_slots", cannot_derive)
     with pytest.raises(KeyboardInterrupt):
         memory.ingest_episodes(interrupted(), batch_size=2)
-    assert len(owed_rows(tmp_path / "m.db")) == 5
+    assert len(owed_rows(db_path)) == 5
     monkeypatch.undo()
     memory.close()
-    assert_exact(Memory.open(tmp_path / "m.db", FakeClock("2026-02-01T00:00:00Z")))
-    assert owed_rows(tmp_path / "m.db") == []
+    assert_exact(Memory.open(db_path, FakeClock("2026-02-01T00:00:00Z")))
+    assert owed_rows(db_path) == []

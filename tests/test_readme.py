@@ -68,3 +68,29 @@ def test_every_install_line_installs_this_project_with_extras_it_has():
         assert not re.search(r"pip install\s+(-e\s+)?'?memctl(\[|'|\s|$)", line), line
         for named in re.findall(r"\[([\w,-]+)\]'", line):
             assert set(named.split(",")) <= extras, line
+
+
+def test_a_store_copied_to_postgresql_answers_every_example_as_the_file_does(raw_cli, monkeypatch, tmp_path,
+                                                                            postgres_url):
+    """Issue 33's test of done: the "Try it" block's store, copied from SQLite into
+    PostgreSQL, answers each of its lines alike, as JSON: the same results in the same
+    order (the lines that change the store change both). Left out: what only the clock or
+    a new operation id tells apart, and the scores, which are each engine's own (BM25 in
+    SQLite, ts_rank in PostgreSQL)."""
+    from datetime import UTC, datetime
+
+    monkeypatch.chdir(ROOT)
+    lines = block_after("## Try it on the shipped example")
+    file = tmp_path / "demo.db"
+    assert raw_cli("--db", file, *shlex.split(lines[0])[3:]).code == 0  # the ingest
+    assert raw_cli("copy", file, postgres_url).code == 0
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+
+    def answer(where, args) -> str:
+        done = raw_cli("--db", where, *args, "--json")
+        assert done.code == 0, (args, done.err)
+        return re.sub(rf'op_[0-9a-f]{{12}}|"{today}T[0-9:.]+Z"|"score": [0-9.e-]+', "…", done.out)
+
+    for line in lines[1:]:
+        args = shlex.split(line.partition("# →")[0])[3:]
+        assert answer(postgres_url, args) == answer(file, args), line

@@ -167,8 +167,9 @@ def test_an_undone_episode_is_found_only_as_known_before_its_undo(frontend, cloc
     assert vite in ids()
 
 
-def test_a_purge_leaves_no_copy_of_the_text_in_the_file(tmp_path, clock):
-    memory = Memory.open(tmp_path / "m.db", clock)
+@pytest.mark.sqlite_only
+def test_a_purge_leaves_no_copy_of_the_text_in_the_file(tmp_path, clock, db_path):
+    memory = Memory.open(db_path, clock)
     memory.ingest([chat(tmp_path / "s.jsonl", ("2024-03-01T10:00:00Z", "the codename is zebracornflakes", "ok"),
                         ("2024-03-02T10:00:00Z", "unrelated", "fine"))], IngestOptions())
     (episode,) = [r.episode_id for r in memory.recall("zebracornflakes").results]
@@ -176,9 +177,9 @@ def test_a_purge_leaves_no_copy_of_the_text_in_the_file(tmp_path, clock):
     memory.undo([episode], apply=True, purge=True)
     assert memory.recall("zebracornflakes").results == []
     memory.close()
-    raw = b"".join(p.read_bytes() for p in tmp_path.glob("m.db*"))
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("memory.db*"))
     assert b"zebracornflakes" not in raw and b"unrelated" in raw
-    with sqlite3.connect(tmp_path / "m.db") as conn:
+    with sqlite3.connect(db_path) as conn:
         conn.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('integrity-check')")
 
 

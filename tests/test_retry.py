@@ -31,9 +31,9 @@ class Says:
 
 
 @pytest.fixture
-def ingested(tmp_path):
+def ingested(tmp_path, db_path):
     clock = FakeClock("2026-11-21T10:00:00Z")
-    memory = Memory.open(tmp_path / "m.db", clock)
+    memory = Memory.open(db_path, clock)
     chat = write_jsonl(tmp_path / "chat.jsonl", [
         {"role": "user", "content": "which database?", "timestamp": "2024-03-01T10:00:00Z"},
         {"role": "assistant", "content": "MySQL.", "timestamp": "2024-03-01T10:00:01Z"},
@@ -77,9 +77,9 @@ def test_a_crash_in_the_middle_of_the_swap_leaves_the_old_assertions(ingested, m
     assert objects(memory) == ["MySQL"] and [op["kind"] for op in memory.operations()] == ["ingest"]
 
 
-def test_retry_failed_takes_failed_and_pending_episodes_only(tmp_path):
+def test_retry_failed_takes_failed_and_pending_episodes_only(tmp_path, db_path):
     clock = FakeClock("2026-11-21T10:00:00Z")
-    memory = Memory.open(tmp_path / "m.db", clock)
+    memory = Memory.open(db_path, clock)
     one = write_jsonl(tmp_path / "one.jsonl", [{"role": "user", "content": "a", "timestamp": "2024-03-01T10:00:00Z"}])
     two = write_jsonl(tmp_path / "two.jsonl", [{"role": "user", "content": "b", "timestamp": "2024-04-01T10:00:00Z"}])
     three = write_jsonl(tmp_path / "three.jsonl", [{"role": "user", "content": "c", "timestamp": "2024-05-01T10:00:00Z"}])
@@ -128,7 +128,7 @@ def test_retry_failed_with_nothing_to_retry_changes_nothing(cli, tmp_path):
     assert [op["kind"] for op in cli("operations", "--json").json()] == ["ingest"]
 
 
-def test_undo_of_a_retry_brings_back_what_it_replaced_and_history_keeps_both(ingested, cli, tmp_path):
+def test_undo_of_a_retry_brings_back_what_it_replaced_and_history_keeps_both(ingested, cli, tmp_path, db_path):
     memory, clock = ingested
     (episode,) = [e["id"] for e in memory.episodes()]
     before = current_facts(memory)
@@ -137,12 +137,12 @@ def test_undo_of_a_retry_brings_back_what_it_replaced_and_history_keeps_both(ing
     retried_at = memory.now()
     clock.advance(hours=1)
 
-    preview = cli("undo", retry_id, "--json", db=tmp_path / "m.db").json()
+    preview = cli("undo", retry_id, "--json", db=db_path).json()
     assert not preview["applied"] and preview["episodes"] == [episode]
     assert [r["object"] for r in preview["removed"]] == ["Postgres"] and [r["object"] for r in preview["added"]] == ["MySQL"]
     assert objects(memory) == ["Postgres"]  # the preview wrote nothing
 
-    shown = cli("undo", retry_id[:9], "--apply", db=tmp_path / "m.db")
+    shown = cli("undo", retry_id[:9], "--apply", db=db_path)
     assert shown.code == 0 and f"Undid the retry {retry_id}" in shown.out
     assert current_facts(memory) == before
     assert memory.show(episode)["extraction"] == "done"
@@ -151,16 +151,16 @@ def test_undo_of_a_retry_brings_back_what_it_replaced_and_history_keeps_both(ing
                                                 as_of="2025-01-01", kind="fact")["results"]] == ["Postgres"]
     assert [(op["kind"], op["status"]) for op in memory.operations()] == [
         ("ingest", "done"), ("retry", "undone"), ("undo", "done")]
-    shown = cli("show", episode, db=tmp_path / "m.db").out
+    shown = cli("show", episode, db=db_path).out
     assert shown.count("no, since") == 2 and shown.count("yes") == 1  # MySQL, Postgres replaced; MySQL back
-    again = cli("undo", retry_id, "--apply", db=tmp_path / "m.db")
+    again = cli("undo", retry_id, "--apply", db=db_path)
     assert again.code == 0 and "already undone" in again.out
     assert memory.rebuild()["facts_created"] == 0
 
 
-def test_undo_of_a_retry_restores_a_failed_extraction_state(tmp_path):
+def test_undo_of_a_retry_restores_a_failed_extraction_state(tmp_path, db_path):
     clock = FakeClock("2026-11-21T10:00:00Z")
-    memory = Memory.open(tmp_path / "m.db", clock)
+    memory = Memory.open(db_path, clock)
     chat = write_jsonl(tmp_path / "c.jsonl", [{"role": "user", "content": "a", "timestamp": "2024-03-01T10:00:00Z"}])
     memory.ingest([chat], IngestOptions(), extractor=Says(clock, "MySQL", fail=True))
     (episode,) = [e["id"] for e in memory.episodes()]
@@ -172,7 +172,7 @@ def test_undo_of_a_retry_restores_a_failed_extraction_state(tmp_path):
     assert memory.show(episode)["extraction"] == "failed" and objects(memory) == []
 
 
-def test_a_retry_whose_model_fails_leaves_the_episode_exactly_as_it_was(ingested, cli, tmp_path, monkeypatch):
+def test_a_retry_whose_model_fails_leaves_the_episode_exactly_as_it_was(ingested, cli, tmp_path, monkeypatch, db_path):
     """A model that is down or answers nonsense must not swap good assertions for none:
     the failed episode keeps its assertions and state, the others are swapped, and the
     command says so on one line and exits 1."""
@@ -205,13 +205,13 @@ def test_a_retry_whose_model_fails_leaves_the_episode_exactly_as_it_was(ingested
     monkeypatch.setattr("memctl.extract.build_extractor", lambda *args, **kwargs: Says(clock, "x", fail=True))
     before = (memory.db.execute("SELECT * FROM assertions ORDER BY id").fetchall(), current_facts(memory),
               len(memory.operations()))
-    run = cli("retry", first, second, "--extractor", "rules", db=tmp_path / "m.db")
+    run = cli("retry", first, second, "--extractor", "rules", db=db_path)
     assert run.code == 1 and run.err.count("\n") == 1 and "extraction failed for 2 episode(s)" in run.err
     assert before == (memory.db.execute("SELECT * FROM assertions ORDER BY id").fetchall(), current_facts(memory),
                       len(memory.operations()))
 
 
-def test_undo_of_a_retry_leaves_an_episode_changed_since(ingested, cli, tmp_path):
+def test_undo_of_a_retry_leaves_an_episode_changed_since(ingested, cli, tmp_path, db_path):
     memory, clock = ingested
     (episode,) = [e["id"] for e in memory.episodes()]
     first = memory.retry([episode], Says(clock, "Postgres"))["operation_id"]
@@ -221,7 +221,7 @@ def test_undo_of_a_retry_leaves_an_episode_changed_since(ingested, cli, tmp_path
     plan = memory.undo([first], apply=True)
     assert not plan["applied"] and plan["episodes"] == [] and plan["changed_since"] == [episode]
     assert objects(memory) == ["Oracle"]
-    shown = cli("undo", first, "--apply", db=tmp_path / "m.db")
+    shown = cli("undo", first, "--apply", db=db_path)
     assert shown.code == 0 and "changed since" in shown.out
     assert [op["status"] for op in memory.operations()] == ["done", "done", "done"]
 
@@ -274,7 +274,7 @@ def test_a_reply_with_nothing_that_stands_keeps_what_the_episode_had(ingested, c
 
 
 @pytest.mark.parametrize("runaway", ["words", "items"])
-def test_a_runaway_reply_fails_its_episode_and_is_kept_nowhere(tmp_path, runaway):
+def test_a_runaway_reply_fails_its_episode_and_is_kept_nowhere(tmp_path, runaway, db_path):
     """Issue 31, item 11: three 13.6 MB replies made a 49 MB store, exit 0, the episodes
     done and out of `retry --failed`'s reach. Past a reply's size or assertion count the
     episode fails, nothing of the reply is cached, and `retry --failed` takes it."""
@@ -295,7 +295,7 @@ def test_a_runaway_reply_fails_its_episode_and_is_kept_nowhere(tmp_path, runaway
         return httpx2.Response(200, json=completion(body))
 
     clock = FakeClock("2026-11-21T10:00:00Z")
-    memory = Memory.open(tmp_path / "m.db", clock)
+    memory = Memory.open(db_path, clock)
     chat = write_jsonl(tmp_path / "chat.jsonl", [{"role": "user", "content": "Billing uses Kafka.",
                                                   "timestamp": "2024-03-01T10:00:00Z"}])
     from memctl.store.cache import ResponseCache
