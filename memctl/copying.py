@@ -10,7 +10,6 @@ store. A round trip loses nothing (``tests/test_copy.py`` compares every table).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -19,8 +18,6 @@ from typing import Any, Protocol
 from memctl.errors import BadInput, MissingExtra
 from memctl.reports import Copied
 from memctl.store import tables
-
-_POSTGRES_URL = re.compile(r"(?i)postgres(?:ql)?://")
 
 
 class End(Protocol):
@@ -84,7 +81,9 @@ class PostgresEnd:
         from memctl.store.postgres import tables as pg
 
         self.pg = pg
-        self.name = _POSTGRES_URL.sub("postgresql://", url, count=1)
+        from memctl.store.postgres.connection import shown
+
+        self.name = shown(url)
         try:
             self.conn = psycopg.connect(url, autocommit=True)
         except psycopg.Error as error:
@@ -116,10 +115,10 @@ class PostgresEnd:
 
 def end_of(where: str, now: str, *, target: bool) -> End:
     """The store ``where`` names: a PostgreSQL URL, else a file's path."""
-    if _POSTGRES_URL.match(where):
-        return PostgresEnd(where, now)
-    from memctl.store.connection import check_file
+    from memctl.store.connection import check_file, is_server_url
 
+    if is_server_url(where):
+        return PostgresEnd(where, now)
     path = Path(where).expanduser()
     if not target and not path.is_file():
         raise BadInput(f"no memory at {path} to copy")

@@ -35,13 +35,10 @@ WRITE_LOCK = 0x6D656D77  # "memw"
 _URL = re.compile(r"(?i)^postgres(?:ql)?://")
 
 
-def is_url(where: str | object) -> bool:
-    return isinstance(where, str) and _URL.match(where) is not None
-
-
 def shown(url: str) -> str:
     """The URL without a password, to name the store in messages."""
-    return re.sub(r"(//[^/@:]*):[^/@]*@", r"\1@", _URL.sub("postgresql://", url, count=1))
+    url = re.sub(r"(//[^/@:]*):[^/@]*@", r"\1@", _URL.sub("postgresql://", url, count=1))
+    return re.sub(r"([?&])password=[^&]*&?", r"\1", url).rstrip("?&")
 
 
 class _Number(Loader):
