@@ -209,7 +209,8 @@ def utc(text: str) -> str:
 
 
 __all__ = ["REALDATA", "needs_realdata", "Run", "write_jsonl", "FakeClock", "current_facts", "utc", "timezone",
-           "open_store", "dict_rows", "where_of", "made_nothing", "stored_text"]
+           "open_store", "dict_rows", "where_of", "made_nothing", "stored_text", "BACKENDS",
+           "new_database", "drop_database"]
 
 
 @pytest.fixture(scope="session")
@@ -251,7 +252,7 @@ def postgres_template(postgres_server):
     return name
 
 
-def _new_database(server, template: str | None = None) -> tuple[str, str]:
+def new_database(server, template: str | None = None) -> tuple[str, str]:
     import uuid
 
     import psycopg
@@ -262,7 +263,7 @@ def _new_database(server, template: str | None = None) -> tuple[str, str]:
     return name, _database_url(server.url, name)
 
 
-def _drop_database(server, name: str) -> None:
+def drop_database(server, name: str) -> None:
     import psycopg
 
     with psycopg.connect(server.url, autocommit=True) as admin:
@@ -272,9 +273,9 @@ def _drop_database(server, name: str) -> None:
 @pytest.fixture
 def postgres_url(postgres_server, postgres_template):
     """The URL of a new database holding memctl's (empty) schema, dropped after the test."""
-    name, url = _new_database(postgres_server, postgres_template)
+    name, url = new_database(postgres_server, postgres_template)
     yield url
-    _drop_database(postgres_server, name)
+    drop_database(postgres_server, name)
 
 
 @pytest.fixture
@@ -282,8 +283,8 @@ def postgres(postgres_server):
     """A connection to a new, empty database on the session's server, dropped after."""
     psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
 
-    name, url = _new_database(postgres_server)
+    name, url = new_database(postgres_server)
     conn = psycopg.connect(url, autocommit=True)
     yield conn
     conn.close()
-    _drop_database(postgres_server, name)
+    drop_database(postgres_server, name)

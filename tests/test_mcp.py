@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memctl.times import to_storage
-from tests.conftest import made_nothing
+from tests.conftest import BACKENDS, drop_database, made_nothing, new_database, stored_text
 
 from .conftest import utc
 from .fake_llm import API_KEY, FakeOpenAIServer
@@ -74,20 +74,29 @@ class Client:
 
 
 @asynccontextmanager
-async def session(db: Path, extractor: str = "rules", env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+async def session(db: Path | str, extractor: str = "rules", env: dict[str, str] | None = None,
+                  errors: Path | None = None) -> AsyncIterator[ClientSession]:
     server = StdioServerParameters(command=sys.executable, args=["-m", "memctl", "--db", str(db), "mcp",
                                                                  "--extractor", extractor], cwd=str(REPO), env=env)
-    with open(db.with_suffix(".stderr"), "w") as errlog:
+    with open(errors or Path(db).with_suffix(".stderr"), "w") as errlog:
         async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
             yield client
 
 
-@pytest.fixture(scope="module")
-def mcp(tmp_path_factory) -> Client:
-    db = tmp_path_factory.mktemp("mcp") / "memory.db"
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(session(db)) as client:
-        yield Client(portal, client, db)
+@pytest.fixture(scope="module", params=BACKENDS)
+def mcp(request, tmp_path_factory) -> Client:
+    """One server for the module's tests, on a file and on a PostgreSQL database."""
+    folder = tmp_path_factory.mktemp("mcp")
+    with ExitStack() as stack:
+        db: Path | str = folder / "memory.db"
+        if request.param == "postgresql":
+            server = request.getfixturevalue("postgres_server")
+            name, db = new_database(server, request.getfixturevalue("postgres_template"))
+            stack.callback(drop_database, server, name)
+        with start_blocking_portal() as portal, portal.wrap_async_context_manager(
+                session(db, errors=folder / "server.stderr")) as client:
+            yield Client(portal, client, db)
 
 
 def memctl(db: Path, *args: str) -> dict | list:
@@ -262,8 +271,8 @@ def test_a_memory_over_mcp_keeps_no_secret_and_its_purge_erases_it(mcp):
     added = mcp.ok("add_memory", content="\n".join(plant.text for plant in pasted), reference_time="2025-05-05",
                    facts=[{"subject": "deploy bot", "predicate": "configured_with", "object": pasted[0].text}])
     assert added["redacted"] == {"password": 2, "openai_key": 1, "url_password": 1, "private_key": 1}
-    files = b"".join(path.read_bytes() for path in mcp.db.parent.glob(mcp.db.name + "*"))
-    assert not [plant.name for plant in pasted if plant.secret.encode() in files]
+    stored = stored_text(mcp.db).encode()
+    assert not [plant.name for plant in pasted if plant.secret.encode() in stored]
     assert "DATABASE_PASSWORD=[REDACTED:password]" in memctl(mcp.db, "show", added["episode_id"])["content"]
     purged = mcp.ok("delete_episode", episode_id=added["episode_id"], purge=True)
     assert purged["applied"] and "unerased" not in purged

@@ -30,7 +30,7 @@ try:
 except ImportError:  # Windows: no flock
     fcntl = None  # type: ignore[assignment]
 
-from memctl.store import database_file
+from memctl.store import database_file, on_postgres
 
 if TYPE_CHECKING:
     from memctl.store import Database
@@ -121,7 +121,10 @@ def hands_up(path: Path) -> bool:
 
 def let_others_in(db: Database, began: float) -> None:
     """Between two transactions of a long operation that began at ``began``
-    (time.monotonic): let a waiting writer have the lock first."""
+    (time.monotonic): let a waiting writer have the lock first. On PostgreSQL nothing
+    to do: the server grants its lock to waiters in the order they asked."""
+    if on_postgres(db):
+        return
     path = hand_file(db)
     if path is None:
         if time.monotonic() - began > PAUSE_AFTER_S:
