@@ -213,7 +213,7 @@ def _database_class() -> type[SQLiteDatabase]:
     return Database
 
 
-def open_database(path: str | Path, clock: Clock = system_clock) -> SQLiteDatabase:
+def open_database(path: str | Path, clock: Clock = system_clock) -> Database:
     """Open (creating if needed) and migrate; WAL and a busy timeout let processes share it.
     A ``postgresql://`` URL opens that server's database (``memctl.store.postgres``).
 
@@ -223,8 +223,8 @@ def open_database(path: str | Path, clock: Clock = system_clock) -> SQLiteDataba
     if is_server_url(path):
         from memctl.store.postgres.connection import open_database as open_on_server
 
-        return open_on_server(str(path), clock)  # type: ignore[return-value]
-    Database = _database_class()  # first: the schema's module imports sqlite-utils too
+        return open_on_server(str(path), clock)
+    sqlite_database = _database_class()  # first: the schema's module imports sqlite-utils too
 
     from memctl.store import operations, underived
     from memctl.store.schema import migrations
@@ -239,7 +239,7 @@ def open_database(path: str | Path, clock: Clock = system_clock) -> SQLiteDataba
     # No sqlite-utils plugins: the connection is memctl's own, whatever plugins the
     # environment has for other uses, and finding them reads every installed package's
     # entry points (20 ms).
-    db = Database(conn, execute_plugins=False)
+    db = sqlite_database(conn, execute_plugins=False)
     _switch_to_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")

@@ -28,7 +28,9 @@ def fact_texts(db: object) -> tuple[str, str]:
     """The fact text index's table and the column holding a fact's id: SQLite's FTS5
     table ``facts_fts`` by rowid; on PostgreSQL ``fact_texts``, whose ``tsvector`` column
     is generated from the same four texts."""
-    return ("fact_texts", "fact_id") if on_postgres(db) else ("facts_fts", "rowid")
+    from memctl.store.tables import FACT_TEXTS
+
+    return (FACT_TEXTS, "fact_id") if on_postgres(db) else ("facts_fts", "rowid")
 
 
 def index_facts(db: Database, rows: Iterable[tuple[int, str, str, str, str]]) -> None:

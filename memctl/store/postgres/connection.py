@@ -229,16 +229,13 @@ _RESPELLED = (
 def translate(sql: str) -> str:
     """SQLite's spelling of a statement in PostgreSQL's (``_RESPELLED``, and): ``?``
     placeholders as ``%s`` and ``:name`` as ``%(name)s`` (a literal ``%`` doubled),
-    ``INSERT OR IGNORE`` as ``ON CONFLICT DO NOTHING``, ``BEGIN IMMEDIATE`` as ``BEGIN``,
-    NULL placed where SQLite sorts it, and an alias for each subquery in FROM that has
-    none."""
+    ``INSERT OR IGNORE`` as ``ON CONFLICT DO NOTHING``, NULL placed where SQLite sorts
+    it, and an alias for each subquery in FROM that has none."""
     if (ignored := _INSERT_OR_IGNORE.match(sql)) is not None:
         sql = f"INSERT INTO{ignored[1]} ON CONFLICT DO NOTHING{ignored[2] or ''}"
     for pattern, spelling in _RESPELLED:
         sql = pattern.sub(spelling, sql)
     sql = _aliased(_nulls_as_sqlite(sql))
-    if sql.strip().upper() == "BEGIN IMMEDIATE":
-        sql = "BEGIN"
 
     def respelled(match: re.Match) -> str:
         if match[3]:
@@ -303,7 +300,7 @@ def schema_is_current(db: PostgresDatabase) -> bool:
     """Whether every migration is applied (by this memctl or a newer one)."""
     from memctl.store.postgres.schema import MIGRATIONS
 
-    if not db.execute("SELECT to_regclass('memctl_migrations') IS NOT NULL").fetchone()[0]:
+    if not holds_memory(db):
         return False
     return db.execute("SELECT count(*) FROM memctl_migrations").fetchone()[0] >= len(MIGRATIONS)
 
@@ -315,16 +312,13 @@ def data_version(db: Database) -> str:
     return db.execute("SELECT pg_current_snapshot()::text").fetchone()[0]
 
 
-# What a purge deletes from: VACUUM reclaims their dead row versions (docs/postgres.md).
-PURGED_TABLES = ("episodes", "episode_spans", "revisions", "assertions", "facts", "fact_texts", "fact_provenance",
-                 "fact_text_hashes", "repairs", "retries", "llm_cache", "embeddings", "summaries",
-                 "session_summaries", "operations")
-
-
 def vacuum(db: Database) -> bool:
-    """After a purge: VACUUM the tables it deleted from, so that their dead row versions
-    are reclaimed (not zeroed: docs/postgres.md says what stays). Outside any transaction,
-    as VACUUM must be. True when it ran."""
-    for table in PURGED_TABLES:
+    """After a purge: VACUUM every table of the store (the purge deleted from most of
+    them: episodes, statements, fact versions, text rows, replies, vectors, names), so
+    that their dead row versions are reclaimed (not zeroed: docs/postgres.md says what
+    stays). Outside any transaction, as VACUUM must be. True when it ran."""
+    from memctl.store.tables import FACT_TEXTS, TABLES
+
+    for table in (*TABLES, FACT_TEXTS):
         db.execute(f"VACUUM {table}")
     return True
