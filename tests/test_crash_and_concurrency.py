@@ -540,8 +540,9 @@ def test_a_retry_whose_model_is_down_changes_nothing_killed_or_finished(tmp_path
     assert before[0], "the rules extractor found nothing to protect"
     with FakeOpenAIServer(datetime.now(UTC), latency=0.05) as server:
         env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": API_KEY}
+        # --timeout 2: each call gives up after 2 s of 503s rather than the whole backoff (70 s for the test)
         command = [sys.executable, "-m", "memctl", "--db", str(db), "retry", operation, "--extractor", "llm",
-                   "--model", "fake-down", "--concurrency", "2"]
+                   "--model", "fake-down", "--concurrency", "2", "--timeout", "2"]
         killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + RUN_TIMEOUT
         while server.calls < 3 and killed.poll() is None and time.monotonic() < deadline:
