@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memctl.extract import Result
-from tests.conftest import needs_realdata, write_jsonl
+from tests.conftest import needs_realdata, open_store, write_jsonl
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "team.facts.jsonl"
 
@@ -104,22 +104,29 @@ def test_what_sqlite_reports_is_told_in_the_users_words_with_its_exit_code(tmp_p
     assert explain(sqlite3.OperationalError("no such column: nope"), tmp_path / "m.db") is None  # a bug, not the user's
 
 
-def test_a_write_lock_held_past_the_timeout_is_one_line_and_exit_1(cli, tmp_path, monkeypatch):
+def test_a_write_lock_held_past_the_timeout_is_one_line_and_exit_1(cli, db_path, tmp_path, monkeypatch):
+    """Another process holds the write lock (a transaction left open, a stopped process):
+    past the timeout a writer gives up in one line, exit 1, on SQLite as on PostgreSQL,
+    where a lock is otherwise waited for without end."""
     import memctl.store.connection as connection
 
-    db = tmp_path / "m.db"
-    assert cli("ingest", FIXTURE, db=db).code == 0
+    assert cli("ingest", FIXTURE).code == 0
     monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 200)
-    holder = sqlite3.connect(db, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        run = cli("ingest", write_jsonl(tmp_path / "c.jsonl", [
-            {"role": "user", "content": "we use Kafka", "timestamp": "2024-03-01T10:00:00Z"}]), db=db)
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
-    assert run.code == 1 and run.err.strip().endswith("run it again") and "locked" in run.err
-    assert "internal error" not in run.err
+    with open_store(db_path) as holder:
+        if isinstance(db_path, str):
+            from memctl.store.postgres.connection import begin
+
+            begin(holder)
+        else:
+            holder.execute("BEGIN IMMEDIATE")
+        try:
+            run = cli("ingest", write_jsonl(tmp_path / "c.jsonl", [
+                {"role": "user", "content": "we use Kafka", "timestamp": "2024-03-01T10:00:00Z"}]))
+        finally:
+            holder.execute("ROLLBACK")
+    assert run.code == 1 and run.err.strip().endswith("run it again") and "locked" in run.err, run.err
+    assert run.err.count("\n") == 1 and "internal error" not in run.err
+    assert cli("stats", "--json").json()["episodes"] == 5  # what was stored before is all there
 
 
 def test_a_line_nested_thousands_deep_is_skipped_and_the_rest_stored(cli, tmp_path):

@@ -276,13 +276,24 @@ def open_database(url: str, clock: Clock) -> PostgresDatabase:
 
 
 def begin(db: Database) -> None:
-    """A write transaction, once this process has the write lock."""
+    """A write transaction, once this process has the write lock. A lock is waited for
+    as long as SQLite's busy timeout, not without end: a process stopped in the middle of
+    a write transaction would hold every writer up (``explain`` words the error)."""
+    from memctl.store import connection
+
     db.execute("BEGIN")
+    db.execute(f"SET LOCAL lock_timeout = {int(connection.BUSY_TIMEOUT_MS)}")
     db.execute("SELECT pg_advisory_xact_lock(?)", [WRITE_LOCK])
 
 
 def explain(error: psycopg.Error, url: str) -> StoreUnavailable | BadInput | None:
     """What the server's error means for a user (as ``store.connection.explain`` for SQLite)."""
+    if isinstance(error, psycopg.errors.LockNotAvailable):
+        from memctl.store.connection import BUSY_TIMEOUT_MS
+
+        return StoreUnavailable(f"{shown(url)} stayed locked by another process for over "
+                                f"{max(BUSY_TIMEOUT_MS // 1000, 1)} s; nothing this command had not committed was "
+                                "written: run it again")
     if isinstance(error, psycopg.OperationalError):
         return StoreUnavailable(f"{shown(url)}: {' '.join(str(error).split()) or 'the connection was lost'}; "
                                 "nothing this command had not committed was written: run it again")
