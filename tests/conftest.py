@@ -140,11 +140,12 @@ def made_nothing(db_path) -> bool:
 def stored_text(db_path) -> str:
     """Every row of every table of the store as text: what a user could read back out of it
     (a file's dump after its log is checkpointed; a server's tables)."""
-    from memctl.store.tables import TABLES
+    from memctl.store.tables import FACT_TEXTS, TABLES
 
     with open_store(db_path) as conn:
         if isinstance(db_path, str):
-            return "\n".join(repr(row) for table in TABLES for row in conn.execute(f"SELECT * FROM {table}"))
+            return "\n".join(repr(row) for table in (*TABLES, FACT_TEXTS)
+                             for row in conn.execute(f"SELECT * FROM {table}"))
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return "\n".join(conn.iterdump())
 
