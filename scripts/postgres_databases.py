@@ -6,7 +6,6 @@ PostgreSQL binaries, a Unix socket in a temporary folder), stopped at the end.""
 from __future__ import annotations
 
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,31 +15,22 @@ from pathlib import Path
 def postgres_databases(server_url: str) -> Iterator[Callable[[str], str]]:
     """A function that makes a new, empty database on the server and gives its URL; every
     database made is dropped at the end."""
-    import psycopg
-
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    server = None
-    if server_url == "auto":
-        from tests.postgres_server import start
+    from tests.postgres_server import Server, start
 
-        server = start()
-        server_url = server.url
+    started = server_url == "auto"
+    server = start() if started else Server(server_url)
     made: list[str] = []
 
     def new_database(label: str) -> str:
-        name = f"bench_{label}_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{name}"'.encode())
+        name, url = server.new_database(prefix=f"bench_{label}")
         made.append(name)
-        if "///postgres?" in server_url:
-            return server_url.replace("///postgres?", f"///{name}?", 1)
-        return f"{server_url.rsplit('/', 1)[0]}/{name}"
+        return url
 
     try:
         yield new_database
     finally:
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            for name in made:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
-        if server is not None:
+        for name in made:
+            server.drop_database(name)
+        if started:
             server.stop()

@@ -210,8 +210,7 @@ def utc(text: str) -> str:
 
 
 __all__ = ["REALDATA", "needs_realdata", "Run", "write_jsonl", "FakeClock", "current_facts", "utc", "timezone",
-           "open_store", "dict_rows", "where_of", "made_nothing", "stored_text", "BACKENDS",
-           "new_database", "drop_database"]
+           "open_store", "dict_rows", "where_of", "made_nothing", "stored_text", "BACKENDS"]
 
 
 @pytest.fixture(scope="session")
@@ -230,12 +229,6 @@ def postgres_server():
     server.stop()
 
 
-def _database_url(server_url: str, name: str) -> str:
-    if "///postgres?" in server_url:
-        return server_url.replace("///postgres?", f"///{name}?", 1)
-    return f"{server_url.rsplit('/', 1)[0]}/{name}"
-
-
 @pytest.fixture(scope="session")
 def postgres_template(postgres_server):
     """A database with memctl's schema, which each test's database is made from (a copy of
@@ -248,35 +241,17 @@ def postgres_template(postgres_server):
     with psycopg.connect(postgres_server.url, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}"'.encode())
         admin.execute(f'CREATE DATABASE "{name}"'.encode())
-    with psycopg.connect(_database_url(postgres_server.url, name), autocommit=True) as conn:
+    with psycopg.connect(postgres_server.database_url(name), autocommit=True) as conn:
         schema.apply(conn, "2000-01-01T00:00:00.000000Z")
     return name
-
-
-def new_database(server, template: str | None = None) -> tuple[str, str]:
-    import uuid
-
-    import psycopg
-
-    name = f"memctl_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server.url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"{f" TEMPLATE {template}" if template else ""}'.encode())
-    return name, _database_url(server.url, name)
-
-
-def drop_database(server, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(server.url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)'.encode())
 
 
 @pytest.fixture
 def postgres_url(postgres_server, postgres_template):
     """The URL of a new database holding memctl's (empty) schema, dropped after the test."""
-    name, url = new_database(postgres_server, postgres_template)
+    name, url = postgres_server.new_database(template=postgres_template)
     yield url
-    drop_database(postgres_server, name)
+    postgres_server.drop_database(name)
 
 
 @pytest.fixture
@@ -284,8 +259,8 @@ def postgres(postgres_server):
     """A connection to a new, empty database on the session's server, dropped after."""
     psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
 
-    name, url = new_database(postgres_server)
+    name, url = postgres_server.new_database()
     conn = psycopg.connect(url, autocommit=True)
     yield conn
     conn.close()
-    drop_database(postgres_server, name)
+    postgres_server.drop_database(name)

@@ -25,6 +25,29 @@ class Server:
     bindir: Path | None = None
     user: str | None = None  # who runs the server's binaries (None: this process's user)
 
+    def database_url(self, name: str) -> str:
+        """The URL of the database ``name`` on this server."""
+        if "///postgres?" in self.url:
+            return self.url.replace("///postgres?", f"///{name}?", 1)
+        return f"{self.url.rsplit('/', 1)[0]}/{name}"
+
+    def new_database(self, prefix: str = "memctl", template: str | None = None) -> tuple[str, str]:
+        """A new database (a copy of ``template``, else empty): its name and URL."""
+        import uuid
+
+        import psycopg
+
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"{f" TEMPLATE {template}" if template else ""}'.encode())
+        return name, self.database_url(name)
+
+    def drop_database(self, name: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
     def stop(self) -> None:
         if self.folder is None or self.bindir is None:
             return

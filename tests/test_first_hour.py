@@ -37,13 +37,14 @@ def test_an_empty_db_is_bad_input_not_an_internal_error(raw_cli):
 
 
 @pytest.mark.parametrize("url", ["postgresql://me@127.0.0.1:1/memory", "postgres://me:pw@127.0.0.1:1/db",
+                                 "postgresql://me@127.0.0.1:1/db?password=pw&connect_timeout=5",
                                  "https://example.org/m.db"])
 def test_a_url_memctl_cannot_reach_is_refused_and_makes_no_file(raw_cli, tmp_path, monkeypatch, url):
     """As a path, a PostgreSQL URL made a SQLite file in a folder named "postgresql:". Now
     one is a server's database: one that cannot be reached is one line, exit 2, naming it
     without its password; a URL of another kind is refused as no memctl store."""
     monkeypatch.chdir(tmp_path)
-    shown = url.replace("postgres://", "postgresql://").replace(":pw@", "@")
+    shown = url.replace("postgres://", "postgresql://").replace(":pw@", "@").replace("password=pw&", "")
     for args in (("--db", url, "add", "billing uses Postgres", "--reference-time", "2024-01-01"),
                  ("--db", url, "stats"), ("--db", url, "recall", "billing", "--json")):
         run = raw_cli(*args)

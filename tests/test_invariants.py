@@ -24,7 +24,7 @@ from memctl import times, undo
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
 from memctl.store import on_postgres
-from tests.conftest import FakeClock, current_facts, drop_database, new_database
+from tests.conftest import FakeClock, current_facts
 
 # Few names and instants, so slots overlap, values return and times tie.
 SUBJECTS = ["Alice", "alice", "ALICE!", "Billing"]
@@ -91,7 +91,7 @@ def stores(backend, request):
     from memctl.store.tables import FACT_TEXTS, TABLES
 
     server, template = request.getfixturevalue("postgres_server"), request.getfixturevalue("postgres_template")
-    pool = [new_database(server, template) for _ in range(POOL)]
+    pool = [server.new_database(template=template) for _ in range(POOL)]
     opened: dict[int, Memory] = {}
     turns = itertools.count()
     emptied = "; ".join(f"DELETE FROM {table}" for table in (FACT_TEXTS, *reversed(TABLES)))
@@ -121,7 +121,7 @@ def stores(backend, request):
     for memory in opened.values():
         memory.close()
     for name, _ in pool:
-        drop_database(server, name)
+        server.drop_database(name)
     _new_store = _in_memory
 
 

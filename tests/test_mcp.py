@@ -19,7 +19,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memctl.times import to_storage
-from tests.conftest import BACKENDS, drop_database, made_nothing, new_database, stored_text
+from tests.conftest import BACKENDS, made_nothing, stored_text
 
 from .conftest import utc
 from .fake_llm import API_KEY, FakeOpenAIServer
@@ -92,8 +92,8 @@ def mcp(request, tmp_path_factory) -> Client:
         db: Path | str = folder / "memory.db"
         if request.param == "postgresql":
             server = request.getfixturevalue("postgres_server")
-            name, db = new_database(server, request.getfixturevalue("postgres_template"))
-            stack.callback(drop_database, server, name)
+            name, db = server.new_database(template=request.getfixturevalue("postgres_template"))
+            stack.callback(server.drop_database, name)
         with start_blocking_portal() as portal, portal.wrap_async_context_manager(
                 session(db, errors=folder / "server.stderr")) as client:
             yield Client(portal, client, db)
