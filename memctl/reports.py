@@ -125,6 +125,10 @@ class UndoPlan(Record):
     # are erased when the last connection to the database closes.
     unerased: str | None = None
     summaries: SummaryCounts | None = None  # what the summary gate did after it
+    # Batch API jobs that no episode waited for any more after the undo, cancelled so that
+    # they cost nothing more; and why some could not be cancelled yet (the next collect does).
+    batches_cancelled: list[str] = field(default_factory=list)
+    batches_to_cancel: str | None = None
 
     def __getitem__(self, key: str) -> Any:
         if key in EFFECTS:
@@ -141,8 +145,10 @@ class UndoPlan(Record):
             head.update({self.kind: self.target}, already_undone=self.already_undone, changed_since=self.changed_since)
         unerased = {"unerased": self.unerased} if self.unerased else {}
         summaries = {"summaries": self.summaries.to_json()} if self.summaries is not None else {}
+        batches = {name: getattr(self, name) for name in ("batches_cancelled", "batches_to_cancel")
+                   if getattr(self, name)}
         return {**head, "purge": self.purge, **self.effects.to_json(), "applied": self.applied,
-                "operation_id": self.operation_id, **unerased, **summaries}
+                "operation_id": self.operation_id, **unerased, **summaries, **batches}
 
 
 class WithEffects(Record):
@@ -176,8 +182,10 @@ class RetryResult(WithEffects):
     applied: bool = False
     operation_id: str | None = None
     summaries: SummaryCounts | None = None  # what the summary gate did after it
+    collected: Collected | None = None  # the Batch API's results taken first, when batches were open
+    awaiting_batch: int = 0  # with --failed: episodes left out, their replies come from an open batch
 
-    _OMITTED_WHEN_NONE = frozenset({"summaries"})
+    _OMITTED_WHEN_NONE = frozenset({"summaries", "collected"})
 
     def to_json(self) -> dict[str, Any]:
         return self.flattened(super().to_json(), last=("applied", "operation_id"))
@@ -379,13 +387,19 @@ class IngestReport(Record):
     operation_id: str | None = None
     time_range: list[str | None] = field(default_factory=lambda: [None, None])
     summaries: SummaryCounts | None = None  # what the summary gate did after it (memctl.summarize)
+    batch: Submitted | None = None  # with --batch: the extraction sent to the Batch API
+    collected: Collected | None = None  # the Batch API's results taken first, when batches were open
+
+    _OMITTED_WHEN_NONE = frozenset({"batch", "collected"})
 
     @property
     def partial(self) -> bool:
         """Something was refused, unreadable or not extracted, and the rest was kept: exit code 1."""
         return bool(self.refused or self.malformed or self.llm_unavailable or self.embeddings_unavailable
                     or self.extraction_failures or self.still_failed
-                    or (self.summaries is not None and self.summaries.unavailable))
+                    or (self.summaries is not None and self.summaries.unavailable)
+                    or (self.batch is not None and self.batch.unsent)
+                    or (self.collected is not None and self.collected.errors))
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "partial": self.partial}
@@ -417,3 +431,40 @@ def _kind_of(reason: str) -> str:
     ``unknown role 'bot'`` is ``unknown role``."""
     head = reason.split(": ", 1)[0]
     return " ".join(re.sub(r"'[^']*'|\"[^\"]*\"|\([^)]*\)|\[[^\]]*\]", " ", head).split()) or "malformed"
+
+
+@record
+class Submitted(Record):
+    """What a submission to the Batch API sent (``memctl.batch.submit``)."""
+
+    batches: list[str] = field(default_factory=list)  # memctl's ids of the batches made
+    requests: int = 0  # one per distinct text and time
+    episodes: int = 0  # episodes whose requests went out
+    cached: int = 0  # episodes whose reply was cached already: the next collect extracts them, no call
+    awaiting: int = 0  # episodes already waiting on an open batch: not sent again
+    estimate: Any = None  # memctl.extract.cost.Estimate of the requests sent, at the batch rate
+    unsent: str | None = None  # why a batch recorded is not created yet: the next collect sends it
+    collected: Collected | None = None  # what the submission collected first, when batches were open
+
+    _OMITTED_WHEN_NONE = frozenset({"collected"})
+
+
+@record
+class Collected(Record):
+    """What a collect of the Batch API's results did (``memctl.batch.collect``)."""
+
+    polled: int = 0  # open batches asked about
+    finished: list[str] = field(default_factory=list)  # batches whose results were taken now
+    open: list[str] = field(default_factory=list)  # batches still running
+    answered: int = 0  # episodes whose replies are now cached
+    corrections_sent: int = 0  # episodes whose replies went back in a correction batch
+    corrected_live: int = 0  # ... or were corrected by a live call
+    failed: int = 0  # episodes whose request was refused, or whose reply could not be read twice
+    unanswered: int = 0  # episodes a batch did not answer: pending, for 'retry --failed --batch'
+    cancelled: list[str] = field(default_factory=list)  # batches cancelled: no episode needed them any more
+    submitted: list[str] = field(default_factory=list)  # batches sent now (resumed, or of corrections)
+    input_tokens: int = 0  # what the finished batches and live corrections used
+    output_tokens: int = 0
+    cost_usd: float | None = None  # at the batch rate, when the models' prices are known
+    errors: list[str] = field(default_factory=list)  # "batch: why" of a batch the API failed or lost
+    extracted: list[RetryResult] = field(default_factory=list)  # the answered episodes, from the cache, per model

@@ -18,6 +18,7 @@ from memctl.extract import Extractor, reads_context
 from memctl.extract.stage import RequestBuilder, keep_what_stands, run_requests
 from memctl.model import Assertion
 from memctl.reports import IngestReport, RetryResult
+from memctl.store import api_batches
 from memctl.store import episodes as store
 from memctl.store import operations as journal
 from memctl.store.connection import Clock, tentative, transaction_time
@@ -38,15 +39,25 @@ class Retried:
     extraction_error: str | None = None
 
 
+def extractable(db: Database, targets: list[str], *, failed: bool) -> tuple[list[str], int]:
+    """(episodes a retry takes, how many were left out as awaiting a batch): those named,
+    or with ``failed`` every failed or pending one but those whose reply an open batch
+    will bring (no model is asked twice). One that came with its assertions is refused."""
+    ids = store.unextracted_ids(db) if failed else resolve_targets(db, targets)
+    awaiting = api_batches.awaiting(db, ids) if failed else set()
+    ids = [episode_id for episode_id in ids if episode_id not in awaiting]
+    structured = [episode.id for episode in store.stored_texts(db, ids) if episode.extraction == "structured"]
+    if structured:
+        raise NothingToExtract(structured[0])
+    return ids, len(awaiting)
+
+
 def retry(db: Database, clock: Clock, targets: list[str], extractor: Extractor, *, failed: bool = False,
           dry_run: bool = False) -> RetryResult:
     """Re-extract episodes (named, or with ``failed`` every failed or pending one); with
     ``dry_run``, show what the swap would change and roll it back."""
-    ids = store.unextracted_ids(db) if failed else resolve_targets(db, targets)
+    ids, awaiting = extractable(db, targets, failed=failed)
     stored = store.stored_texts(db, ids)
-    structured = [episode.id for episode in stored if episode.extraction == "structured"]
-    if structured:
-        raise NothingToExtract(structured[0])
     report = IngestReport(extractor=extractor.name)
     retried = {episode.id: Retried(episode.id, episode.reference_time) for episode in stored}
     builder = RequestBuilder(db, in_order=False, with_context=reads_context(extractor))
@@ -59,7 +70,8 @@ def retry(db: Database, clock: Clock, targets: list[str], extractor: Extractor, 
     result = RetryResult(episodes=[], extractor=extractor.name, assertions=0, failures=report.extraction_failures,
                          model_calls=report.extraction_calls, cache_hits=report.cache_hits,
                          guard_changes=report.guard_changes, failed=failed_ids,
-                         first_failure=report.first_failure, dropped=report.dropped)
+                         first_failure=report.first_failure, dropped=report.dropped,
+                         awaiting_batch=awaiting)
     with tentative(db) as decision:
         # Extraction ran outside the lock: skip what another process undid meanwhile.
         still = store.active_ids(db, list(retried))

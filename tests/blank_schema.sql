@@ -9,6 +9,30 @@ CREATE TABLE "_sqlite_migrations" (
    "name" TEXT,
    "applied_at" TEXT
 );
+CREATE TABLE api_batch_requests (
+            batch_id TEXT NOT NULL REFERENCES api_batches(id),
+            episode_id TEXT NOT NULL,
+            cache_key TEXT NOT NULL,
+            state TEXT NOT NULL,           -- sent | answered | correcting | corrected | failed | unanswered
+            reply TEXT,                    -- a first reply sent back for correction (its cache envelope)
+            error TEXT,
+            PRIMARY KEY (batch_id, episode_id)
+        ) WITHOUT ROWID;
+CREATE TABLE api_batches (
+            id TEXT PRIMARY KEY,           -- memctl's; also the batch's metadata, by which one made before a crash is found
+            kind TEXT NOT NULL,            -- extraction | correction
+            model TEXT NOT NULL,
+            state TEXT NOT NULL,           -- preparing | submitted | cancelling | completed | expired | failed | cancelled
+            file_id TEXT,                  -- the uploaded requests
+            remote_id TEXT,                -- the API's batch id
+            remote_status TEXT,            -- what the API last said of it
+            requests INTEGER NOT NULL,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
 CREATE TABLE assertions (
             id INTEGER PRIMARY KEY,
             episode_id TEXT NOT NULL REFERENCES episodes(id),
@@ -199,6 +223,8 @@ CREATE TABLE underived_slots (
             since TEXT NOT NULL,
             PRIMARY KEY (subject_id, predicate_key, operation_id)
         ) WITHOUT ROWID;
+CREATE INDEX api_batch_requests_episode ON api_batch_requests(episode_id);
+CREATE INDEX api_batch_requests_open ON api_batch_requests(state) WHERE state IN ('sent', 'correcting');
 CREATE INDEX assertions_episode ON assertions(episode_id);
 CREATE INDEX assertions_invalid_midnight ON assertions(extracted_at, invalid_at)
             WHERE expired_at IS NULL AND substr(invalid_at, 11) = 'T00:00:00.000000Z';

@@ -1,3 +1,22 @@
+column api_batch_requests.batch_id text NOT NULL
+column api_batch_requests.episode_id text NOT NULL
+column api_batch_requests.cache_key text NOT NULL
+column api_batch_requests.state text NOT NULL
+column api_batch_requests.reply text
+column api_batch_requests.error text
+column api_batches.id text NOT NULL
+column api_batches.kind text NOT NULL
+column api_batches.model text NOT NULL
+column api_batches.state text NOT NULL
+column api_batches.file_id text
+column api_batches.remote_id text
+column api_batches.remote_status text
+column api_batches.requests bigint NOT NULL
+column api_batches.input_tokens bigint NOT NULL DEFAULT 0
+column api_batches.output_tokens bigint NOT NULL DEFAULT 0
+column api_batches.error text
+column api_batches.created_at text NOT NULL
+column api_batches.updated_at text NOT NULL
 column assertions.id bigint NOT NULL
 column assertions.episode_id text NOT NULL
 column assertions.ordinal bigint NOT NULL
@@ -168,6 +187,9 @@ column underived_slots.subject_id bigint NOT NULL
 column underived_slots.predicate_key text NOT NULL
 column underived_slots.operation_id text NOT NULL
 column underived_slots.since text NOT NULL
+constraint api_batch_requests.api_batch_requests_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES api_batches(id)
+constraint api_batch_requests.api_batch_requests_pkey PRIMARY KEY (batch_id, episode_id)
+constraint api_batches.api_batches_pkey PRIMARY KEY (id)
 constraint assertions.assertions_episode_id_fkey FOREIGN KEY (episode_id) REFERENCES episodes(id)
 constraint assertions.assertions_object_id_fkey FOREIGN KEY (object_id) REFERENCES entities(id)
 constraint assertions.assertions_pkey PRIMARY KEY (id)
@@ -214,6 +236,10 @@ constraint session_summaries.session_summaries_pkey PRIMARY KEY (session, episod
 constraint summaries.summaries_pkey PRIMARY KEY (id)
 constraint summary_gates.summary_gates_pkey PRIMARY KEY (subject_id)
 constraint underived_slots.underived_slots_pkey PRIMARY KEY (subject_id, predicate_key, operation_id)
+index CREATE INDEX api_batch_requests_episode ON public.api_batch_requests USING btree (episode_id NULLS FIRST)
+index CREATE INDEX api_batch_requests_open ON public.api_batch_requests USING btree (state NULLS FIRST) WHERE (state = ANY (ARRAY['sent'::text, 'correcting'::text]))
+index CREATE UNIQUE INDEX api_batch_requests_pkey ON public.api_batch_requests USING btree (batch_id, episode_id)
+index CREATE UNIQUE INDEX api_batches_pkey ON public.api_batches USING btree (id)
 index CREATE INDEX assertions_episode ON public.assertions USING btree (episode_id NULLS FIRST)
 index CREATE INDEX assertions_invalid_midnight ON public.assertions USING btree (extracted_at NULLS FIRST, invalid_at NULLS FIRST) WHERE ((expired_at IS NULL) AND (substr(invalid_at, 11) = 'T00:00:00.000000Z'::text))
 index CREATE INDEX assertions_invalid_on_extraction_day ON public.assertions USING btree (invalid_at NULLS FIRST) WHERE ((expired_at IS NULL) AND (substr(invalid_at, 1, 10) = substr(extracted_at, 1, 10)))

@@ -15,8 +15,12 @@ import json
 import re
 import threading
 import time
+from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 API_KEY = "test-key"
 
@@ -92,7 +96,8 @@ class FakeOpenAIServer:
 
     def __init__(self, today: datetime, api_key: str = API_KEY, latency: float = 0.0, *,
                  accepts: tuple[str, ...] = ("json_schema",), refusal_status: int = 400,
-                 models: list[str] | None = None, wrap: str | None = None):
+                 models: list[str] | None = None, wrap: str | None = None,
+                 count_tokens: Callable[[dict], int] | None = None):
         self.today_midnight = today.strftime("%Y-%m-%dT00:00:00Z")
         self.api_key = api_key
         self.latency = latency
@@ -112,6 +117,10 @@ class FakeOpenAIServer:
         self.read_timeouts: list[str | None] = []
         self.systems: list[str] = []
         self.lock = threading.Lock()
+        # The Batch API (``BatchAPI``): files and batches as OpenAI keeps them; every request
+        # counted by route; the tokens of a request, as the server counts them.
+        self.batch_api = BatchAPI(self)
+        self.count_tokens = count_tokens or (lambda body: len(json.dumps(body)) // 4)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -125,6 +134,8 @@ class FakeOpenAIServer:
                 return True
 
             def do_GET(self):
+                if self.path.startswith(("/v1/files", "/v1/batches")):
+                    return self.batch_route("GET", b"")
                 if self.path != "/v1/models" or server.models is None:
                     return self.answer(404, {"error": {"message": f"no route {self.path}"}})
                 if self.authorised():
@@ -132,7 +143,22 @@ class FakeOpenAIServer:
                         {"id": name, "object": "model", "created": 1_700_000_000, "owned_by": "me"}
                         for name in server.models]})
 
+            def batch_route(self, method: str, raw: bytes):
+                if not self.authorised():
+                    return
+                status, payload = server.batch_api.route(method, self.path, raw, self.headers.get("Content-Type", ""))
+                if isinstance(payload, bytes):
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                else:
+                    self.answer(status, payload)
+
             def do_POST(self):
+                if self.path.startswith(("/v1/files", "/v1/batches")):
+                    return self.batch_route("POST", self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path != "/v1/chat/completions":
                     return self.answer(404, {"error": {"message": f"no route {self.path}"}})
                 if not self.authorised():
@@ -157,15 +183,7 @@ class FakeOpenAIServer:
                     server.calls += 1
                 if server.latency:
                     time.sleep(server.latency)
-                if body["model"] == "fake-down":  # overloaded for good: every call a 503
-                    return self.answer(503, {"error": {"message": "The server is overloaded"}})
-                content = server.model_reply(body["model"], body["messages"][1]["content"])
-                if server.wrap == "think":
-                    content = f"<think>\nThe user wants facts. Dates come from the text.\n</think>\n\n{content}"
-                elif server.wrap == "fence":
-                    content = f"Here is the JSON:\n```json\n{content}\n```"
-                self.answer(200, completion(content, prompt_tokens=len(json.dumps(body)) // 4,
-                                            completion_tokens=len(content) // 4))
+                self.answer(*server.chat(body))
 
             def summary(self, body):
                 """A summary: the entity and its facts, as the request gives them (its
@@ -209,7 +227,20 @@ class FakeOpenAIServer:
         self.httpd.server_close()
         self.thread.join()
 
-    def model_reply(self, model: str, user: str) -> str:
+    def chat(self, body: dict, created: int = 1_700_000_000) -> tuple[int, dict]:
+        """(status, payload) of a chat completion, live or in a batch."""
+        if body["model"] == "fake-down":  # overloaded for good: every call a 503
+            return 503, {"error": {"message": "The server is overloaded"}}
+        content = self.model_reply(body["model"], body["messages"][1]["content"], corrected=len(body["messages"]) > 2)
+        if self.wrap == "think":
+            content = f"<think>\nThe user wants facts. Dates come from the text.\n</think>\n\n{content}"
+        elif self.wrap == "fence":
+            content = f"Here is the JSON:\n```json\n{content}\n```"
+        answer = completion(content, prompt_tokens=self.count_tokens(body), completion_tokens=len(content) // 4)
+        answer["created"] = created
+        return 200, answer
+
+    def model_reply(self, model: str, user: str, *, corrected: bool = False) -> str:
         reference = re.search(r"^REFERENCE_TIME: (\S+)$", user, re.MULTILINE).group(1)
         episode = episode_section(user)
         assertions = []
@@ -244,6 +275,8 @@ class FakeOpenAIServer:
                                            ("start_lies", lie_start), ("end_lies", lie_end),
                                            ("both_lies", lie_start and lie_end)):
                         self.seed[counted] += value
+            if model == "fake-sloppy" and not corrected and valid_evidence is not None:
+                valid_evidence = None  # says a date without saying whence, until told what is wrong
             assertions.append({
                 "subject": match["s"], "predicate": predicate, "object": match["o"], "fact": match[0] + ".",
                 "cardinality": cardinality, "valid_at": valid_at, "valid_at_evidence": valid_evidence,
@@ -253,6 +286,139 @@ class FakeOpenAIServer:
             })
         entities = [{"name": n, "type": "thing"} for a in assertions for n in (a["subject"], a["object"])]
         return json.dumps({"entities": entities, "assertions": assertions})
+
+
+# --- the Batch API ---------------------------------------------------------------------------
+
+
+class BatchAPI:
+    """/v1/files and /v1/batches as OpenAI serves them, over the server's chat answers.
+
+    A batch stays ``in_progress`` until ``finish`` runs it (``auto_finish``: when it is
+    first retrieved). ``finish`` can expire it after some requests, fail it whole, answer
+    some requests with an error, or cut its output file short. ``fail_next`` makes the
+    next request of a route (``"POST /v1/batches"``) answer an error status once.
+    """
+
+    def __init__(self, server: FakeOpenAIServer):
+        self.server = server
+        self.files: dict[str, dict] = {}
+        self.batches: dict[str, dict] = {}
+        self.requests: Counter[str] = Counter()  # "POST /v1/files": how many
+        self.auto_finish = False
+        self.fail_next: dict[str, int] = {}
+        self.replied_at = 1_700_000_000  # the completions' "created", seconds since the epoch
+        self.lock = threading.Lock()
+
+    @property
+    def http_requests(self) -> int:
+        return sum(self.requests.values())
+
+    def route(self, method: str, path: str, raw: bytes, content_type: str) -> tuple[int, dict | bytes]:
+        split = urlsplit(path)
+        parts = split.path.split("/")[2:]  # ["files", id, "content"], ["batches", id, "cancel"]
+        name = "/".join(p if i == 0 or p in ("content", "cancel") else "{id}" for i, p in enumerate(parts))
+        with self.lock:
+            self.requests[f"{method} /v1/{name}"] += 1
+            failing = self.fail_next.pop(f"{method} /v1/{name}", None)
+        if failing is not None:
+            return failing, {"error": {"message": "injected failure", "type": "server_error"}}
+        if method == "POST" and name == "files":
+            return 200, self._upload(raw, content_type)
+        if method == "GET" and name == "files":
+            return 200, _listed(list(self.files.values()), strip="content")
+        if method == "GET" and name == "files/{id}/content":
+            found = self.files.get(parts[1])
+            return (200, found["content"]) if found else (404, {"error": {"message": "No such file"}})
+        if method == "POST" and name == "batches":
+            return self._create(json.loads(raw))
+        if method == "GET" and name == "batches":
+            return 200, _listed(sorted(self.batches.values(), key=lambda b: -b["created_at"]))
+        if method == "GET" and name == "batches/{id}":
+            batch = self.batches.get(parts[1])
+            if batch is None:
+                return 404, {"error": {"message": "No such batch"}}
+            if self.auto_finish and batch["status"] == "in_progress":
+                self.finish(batch["id"])
+            return 200, batch
+        if method == "POST" and name == "batches/{id}/cancel":
+            batch = self.batches.get(parts[1])
+            if batch is None:
+                return 404, {"error": {"message": "No such batch"}}
+            if batch["status"] in ("validating", "in_progress"):
+                batch["status"] = "cancelled"
+            return 200, batch
+        return 404, {"error": {"message": f"no route {method} {path}"}}
+
+    def _upload(self, raw: bytes, content_type: str) -> dict:
+        message = BytesParser().parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+        fields = {part.get_param("name", header="content-disposition"): part for part in message.get_payload()}
+        file_id = f"file-{len(self.files) + 1}"
+        content = fields["file"].get_payload(decode=True)
+        self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(content), "created_at": 1_700_000_000,
+                               "filename": fields["file"].get_filename(), "status": "processed",
+                               "purpose": fields["purpose"].get_payload(), "content": content}
+        return {k: v for k, v in self.files[file_id].items() if k != "content"}
+
+    def _create(self, body: dict) -> tuple[int, dict]:
+        if body["input_file_id"] not in self.files:
+            return 400, {"error": {"message": "No such file"}}
+        batch_id = f"batch_{len(self.batches) + 1}"
+        lines = self.files[body["input_file_id"]]["content"].splitlines()
+        self.batches[batch_id] = {
+            "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "errors": None,
+            "input_file_id": body["input_file_id"], "completion_window": body["completion_window"],
+            "status": "in_progress", "output_file_id": None, "error_file_id": None,
+            "created_at": 1_700_000_000 + len(self.batches), "metadata": body.get("metadata"),
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0}}
+        return 200, self.batches[batch_id]
+
+    def finish(self, batch_id: str | None = None, *, expire_after: int | None = None, fail: bool = False,
+               errors: dict[str, int] | None = None, truncate: bool = False) -> None:
+        """Run a batch (the only one in progress, unless named) to its end."""
+        if batch_id is None:
+            [batch_id] = [b["id"] for b in self.batches.values() if b["status"] == "in_progress"]
+        batch = self.batches[batch_id]
+        if fail:
+            batch.update(status="failed", errors={"object": "list", "data": [
+                {"code": "invalid_request", "message": "the input file is not valid", "line": 1}]})
+            return
+        outputs, failures = [], []
+        for number, raw in enumerate(self.files[batch["input_file_id"]]["content"].splitlines()):
+            if expire_after is not None and number >= expire_after:
+                break
+            line = json.loads(raw)
+            status = (errors or {}).get(line["custom_id"])
+            if status is not None:
+                failures.append({"id": f"req_{number}", "custom_id": line["custom_id"], "response": {
+                    "status_code": status, "request_id": f"r{number}", "body": {"error": {
+                        "message": "This model's maximum context length is exceeded", "type": "invalid_request_error"}}},
+                    "error": None})
+                continue
+            status, payload = self.server.chat(line["body"], created=self.replied_at)
+            with self.server.lock:
+                self.server.calls += 1
+            (outputs if status == 200 else failures).append({
+                "id": f"req_{number}", "custom_id": line["custom_id"],
+                "response": {"status_code": status, "request_id": f"r{number}", "body": payload}, "error": None})
+        batch["status"] = "expired" if expire_after is not None else "completed"
+        batch["request_counts"].update(completed=len(outputs), failed=len(failures))
+        for kind, rows in (("output_file_id", outputs), ("error_file_id", failures)):
+            if rows:
+                content = "".join(json.dumps(row) + "\n" for row in rows).encode()
+                if truncate and kind == "output_file_id":
+                    content = content[: len(content) - len(json.dumps(rows[-1])) // 2]
+                file_id = f"file-{len(self.files) + 1}"
+                self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(content),
+                                       "created_at": 1_700_000_000, "filename": f"{batch_id}_{kind}.jsonl",
+                                       "status": "processed", "purpose": "batch_output", "content": content}
+                batch[kind] = file_id
+
+
+def _listed(items: list[dict], strip: str | None = None) -> dict:
+    data = [{k: v for k, v in item.items() if k != strip} for item in items]
+    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None, "has_more": False}
 
 
 # --- for tests that run the command line against the server --------------------------------

@@ -220,8 +220,8 @@ def test_what_a_model_gets_wrong_twice_is_dropped_and_said_the_rest_stored(cli, 
     from tests.fake_llm import FakeOpenAIServer
 
     class Repeats(FakeOpenAIServer):
-        def model_reply(self, model: str, user: str) -> str:
-            reply = json.loads(super().model_reply(model, user))
+        def model_reply(self, model: str, user: str, **how) -> str:
+            reply = json.loads(super().model_reply(model, user, **how))
             reply["assertions"].append({**reply["assertions"][0], "subject": "!!!"})
             return json.dumps(reply)
 
@@ -258,8 +258,8 @@ def test_a_model_that_puts_every_date_at_todays_midnight_loses_no_fact(cli, db_p
     from tests.fake_llm import FakeOpenAIServer
 
     class Midnight(FakeOpenAIServer):
-        def model_reply(self, model: str, user: str) -> str:
-            reply = json.loads(super().model_reply(model, user))
+        def model_reply(self, model: str, user: str, **how) -> str:
+            reply = json.loads(super().model_reply(model, user, **how))
             for item in reply["assertions"]:
                 item.update(valid_at=self.today_midnight, valid_at_evidence="text", valid_at_precision="instant",
                             invalid_at=self.today_midnight, invalid_at_evidence="text", invalid_at_precision="instant")

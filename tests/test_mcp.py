@@ -431,10 +431,10 @@ class HeldModel(FakeOpenAIServer):
         super().__init__(datetime.now(UTC))
         self.asked, self.may_answer = threading.Event(), threading.Event()
 
-    def model_reply(self, model: str, user: str) -> str:
+    def model_reply(self, model: str, user: str, **how) -> str:
         self.asked.set()
         self.may_answer.wait(60)
-        return super().model_reply(model, user)
+        return super().model_reply(model, user, **how)
 
 
 def test_a_recall_is_served_while_an_add_memory_waits_for_the_model(tmp_path):

@@ -11,7 +11,7 @@ PINNED = Path(__file__).parent / "blank_schema.sql"
 MIGRATIONS = ["0001_core", "0002_extraction", "0003_repairs", "0004_assertion_reference_time", "0005_retries_and_cache_episodes",
               "0006_revisions", "0007_repair_near_miss_indexes", "0008_episode_search", "0009_embeddings",
               "0010_episode_text_once", "0011_operation_process", "0012_timeline_indexes", "0013_underived_slots",
-              "0014_episode_sessions", "0015_summaries", "0016_views", "0017_entity_resolution"]
+              "0014_episode_sessions", "0015_summaries", "0016_views", "0017_entity_resolution", "0018_api_batches"]
 
 
 def schema_of(db) -> str:

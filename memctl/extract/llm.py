@@ -347,6 +347,40 @@ def parse_reply(text: str, *, extractor: str, extracted_at: str, episode: str, r
     return result
 
 
+def judge(text: str, request: Request, *, extractor: str, extracted_at: str,
+          stated: Mapping[str, Stated] | None = None) -> tuple[Reply | None, str]:
+    """(the reply read, or None when it cannot be; what is wrong in it, for the model's
+    correction, or "" when nothing is)."""
+    try:
+        reply = parse_reply(text, extractor=extractor, extracted_at=extracted_at, episode=request.text,
+                            reference_time=request.reference_time, stated=stated)
+    except InvalidReply as invalid:
+        return None, str(invalid)
+    return reply, "\n".join(p.for_model() for p in reply.problems[:_MAX_ERRORS])
+
+
+def correction_conversation(request: Request, text: str, problem: str) -> list[dict[str, str]]:
+    """The request's messages, the reply, and what was wrong in it: the one correction asked."""
+    return [*build_messages(request), {"role": "assistant", "content": text},
+            {"role": "user", "content": correction_message(problem)}]
+
+
+def reply_text(response: Any) -> str:
+    """The reply a completion holds, checked for size (``CallFailed`` past MAX_REPLY_CHARS:
+    not read, not cached, not sent back) and with its secrets redacted."""
+    text = LLMExtractor.text_of(response)
+    if len(text) > MAX_REPLY_CHARS:
+        raise CallFailed(f"the model's reply ran to {len(text):,} characters, over the {MAX_REPLY_CHARS:,} a reply "
+                         "may have")
+    return redacted_reply(text)
+
+
+def taken(reply: Reply, *, cache_hit: bool = False, **counts: Any) -> Result:
+    """The result of a reply that was read: its assertions that stand, the others named as dropped."""
+    return Result(assertions=reply.assertions, cache_hit=cache_hit, guarded=True, guard_changes=reply.guard_changes,
+                  dropped=[p.dropped() for p in reply.problems], **counts)
+
+
 # --- transport: one call, retried (shared with memctl.embeddings) -----------------------
 
 T = TypeVar("T")
@@ -496,7 +530,7 @@ class _Run:
         return error
 
 
-def _envelope(text: str, extracted_at: str) -> str:
+def envelope(text: str, extracted_at: str) -> str:
     # The cache keeps when the model said it: a cached "today 00:00" is then still
     # recognised by the date guard as the day of that extraction, not of the re-run.
     return json.dumps({"reply": text, "extracted_at": extracted_at}, ensure_ascii=False)
@@ -539,6 +573,7 @@ class LLMExtractor:
         sleep: Callable[[float], None] = time.sleep,
         backoff: float = 1.0,
         max_backoff: float = 60.0,
+        cached_only: bool = False,
     ):
         if concurrency < 1:
             raise BadInput(f"must be at least 1, got {concurrency}", parameter="concurrency")
@@ -549,6 +584,9 @@ class LLMExtractor:
         self.cache = cache
         self.concurrency = concurrency
         self.retries = Retries(max_retries, sleep, backoff, max_backoff)
+        # Only replies already cached (a batch's, collected): an episode without one fails
+        # its extraction, which leaves it as it was, rather than cost a live call.
+        self.cached_only = cached_only
         self._ready_lock = threading.Lock()
         # The response formats still to try, best first; one the endpoint refuses is
         # dropped for the rest of the run, by whichever call learns it first.
@@ -575,6 +613,19 @@ class LLMExtractor:
     def endpoint(self) -> tuple[Any, str]:
         """(client, model) for a call of another kind on the same endpoint (a summary)."""
         return self._ready(client=True)
+
+    def client(self) -> Any:
+        """The ``openai`` client, made on first use; no model is looked up for it."""
+        with self._ready_lock:
+            if self._client is None:
+                self._client = make_client(timeout=self.timeout)
+            return self._client
+
+    def of_model(self, model: str, *, cached_only: bool = False) -> LLMExtractor:
+        """An extractor of ``model`` through the same client, cache and settings."""
+        return LLMExtractor(self._client, model, self.clock, self.cache, self.concurrency, self.retries.max_retries,
+                            timeout=self.timeout, sleep=self.retries.sleep, backoff=self.retries.backoff,
+                            max_backoff=self.retries.max_backoff, cached_only=cached_only)
 
     def _ready(self, *, client: bool) -> tuple[Any, str]:
         """The model, looked up on first use, and (``client``) the client, made on first
@@ -618,6 +669,9 @@ class LLMExtractor:
                     if cached is not None:
                         yield request, cached
                         continue
+                    if self.cached_only:
+                        yield request, Result(error="no reply of its batch is cached for it")
+                        continue
                     if executor is None:
                         executor = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="memctl-llm")
                     pending[executor.submit(self._extract_one, request, run)] = (request, key)
@@ -655,51 +709,55 @@ class LLMExtractor:
         except (ValueError, KeyError, TypeError):
             return None  # an entry this version cannot use: ask the model again
         # A cached reply is the one the run took: what was wrong in it had its retry then.
-        return Result(assertions=reply.assertions, cache_hit=True, calls=0, guarded=True,
-                      guard_changes=reply.guard_changes, dropped=[p.dropped() for p in reply.problems])
+        return taken(reply, cache_hit=True)
 
-    def _extract_one(self, request: Request, run: _Run) -> tuple[Result, str | None]:
+    def correct(self, request: Request, text: str, replied_at: str) -> tuple[Result, str | None]:
+        """(result, cache envelope of the reply taken) of a reply that came another way (a
+        batch's, given at ``replied_at``) and is judged as a live one: what is wrong in it
+        goes back to the model once, now. Raises ``LLMUnavailable`` as ``extract`` does."""
+        run = _Run()
+        outcome = self._extract_one(request, run, first=(text, replied_at))
+        if run.unavailable is not None:
+            raise run.unavailable
+        return outcome
+
+    def _extract_one(self, request: Request, run: _Run,
+                     first: tuple[str, str] | None = None) -> tuple[Result, str | None]:
         """(result, cache envelope of the reply taken) — in a worker thread.
 
-        The reply is read and its dates guarded; what is still wrong goes back to the
-        model once. After that the assertions that stand are kept and the others
-        dropped, named in the result; only a reply that cannot be read at all, twice,
-        fails the episode.
+        The reply (``first``: one already given, and when) is read and its dates
+        guarded; what is still wrong goes back to the model once. After that the
+        assertions that stand are kept and the others dropped, named in the result; only
+        a reply that cannot be read at all, twice, fails the episode.
         """
         tally = _Tally()
         conversation = build_messages(request)
         stated = stated_dates(request.text, request.reference_time)
-        taken: tuple[Reply, str, str] | None = None  # the last reply that could be read, its text and time
+        kept: tuple[Reply, str, str] | None = None  # the last reply that could be read, its text and time
         problem = ""
         for attempt in range(2):  # the reply, and one retry with what was wrong
-            extracted_at = times.to_storage(self.clock())
-            try:
-                text = self._complete(conversation, tally, run)
-            except CallFailed as failed:
-                if taken is None:
-                    return tally.result(error=str(failed)), None
-                break
-            try:
-                reply = parse_reply(text, extractor=self.name, extracted_at=extracted_at, episode=request.text,
-                                    reference_time=request.reference_time, stated=stated)
-            except InvalidReply as invalid:
-                problem = str(invalid)
+            if attempt == 0 and first is not None:
+                text, extracted_at = first
             else:
-                taken = (reply, text, extracted_at)
-                if not reply.problems:
+                extracted_at = times.to_storage(self.clock())
+                try:
+                    text = self._complete(conversation, tally, run)
+                except CallFailed as failed:
+                    if kept is None:
+                        return tally.result(error=str(failed)), None
                     break
-                problem = "\n".join(p.for_model() for p in reply.problems[:_MAX_ERRORS])
+            reply, problem = judge(text, request, extractor=self.name, extracted_at=extracted_at, stated=stated)
+            if reply is not None:
+                kept = (reply, text, extracted_at)
+            if not problem:
+                break
             if attempt == 0:
-                conversation = [
-                    *conversation,
-                    {"role": "assistant", "content": text},
-                    {"role": "user", "content": correction_message(problem)},
-                ]
-        if taken is None:
+                conversation = correction_conversation(request, text, problem)
+        if kept is None:
             return tally.result(error=f"invalid model reply, also after a retry: {_short(problem, 300)}"), None
-        reply, text, extracted_at = taken
-        return tally.result(assertions=reply.assertions, guarded=True, guard_changes=reply.guard_changes,
-                            dropped=[p.dropped() for p in reply.problems]), _envelope(text, extracted_at)
+        reply, text, extracted_at = kept
+        return taken(reply, calls=tally.calls, input_tokens=tally.input_tokens,
+                     output_tokens=tally.output_tokens), envelope(text, extracted_at)
 
     def _complete(self, messages: list[dict[str, str]], tally: _Tally, run: _Run) -> str:
         """One logical call: the reply's text, after transport retries, in a response
@@ -743,11 +801,7 @@ class LLMExtractor:
         except LLMUnavailable as error:
             raise run.fail(error) from None
         self._count(response, tally)
-        text = self._text(response)
-        if len(text) > MAX_REPLY_CHARS:  # not read, not cached, not sent back: the episode fails
-            raise CallFailed(f"the model's reply ran to {len(text):,} characters, over the {MAX_REPLY_CHARS:,} a reply "
-                             "may have")
-        return redacted_reply(text)
+        return reply_text(response)
 
     def attempt_by(self, deadline: float, client: Any, send: Callable[[Any], Any]) -> Any:
         """One attempt of a call that must be over by ``deadline``: ``send(client)`` makes the
@@ -784,7 +838,7 @@ class LLMExtractor:
         tally.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
 
     @staticmethod
-    def _text(response: Any) -> str:
+    def text_of(response: Any) -> str:
         """The reply's content; a response that has none is an invalid reply (as text)."""
         choices = getattr(response, "choices", None)
         if isinstance(response, str) or not choices:

@@ -22,7 +22,7 @@ from memctl.extract.prompt import CONTEXT_EPISODES, shown_context
 from memctl.model import Assertion, Episode, InvalidAssertion
 from memctl.names import keys_in_text
 from memctl.reports import IngestReport
-from memctl.store import batches
+from memctl.store import api_batches, batches
 from memctl.store import episodes as store
 from memctl.store.entities import entities_in_view
 
@@ -51,8 +51,8 @@ class RequestBuilder:
     a retry picks stored episodes here and there, so it reads them from the store.
     """
 
-    def __init__(self, db: Database, *, in_order: bool, with_context: bool = True):
-        self.db = db
+    def __init__(self, db: Database | None, *, in_order: bool, with_context: bool = True):
+        self.db = db  # None: no store yet (a dry run's estimate), so no predicates or entities in view
         self.in_order = in_order
         self.with_context = with_context  # False: the extractor reads only the text, so no query is made
         self.recent: dict[str, deque[str]] = {}
@@ -64,11 +64,13 @@ class RequestBuilder:
     def request(self, episode_id: str, text: str, reference_time: str, source: str, position: int) -> Request:
         if not self.with_context:
             return Request(episode_id, text, reference_time)
-        if self.in_order:
+        if self.in_order or self.db is None:
             context = tuple(self.recent.get(source, ()))
             self.read(source, text)
         else:
             context = tuple(store.contents_before(self.db, source, position, CONTEXT_EPISODES))
+        if self.db is None:
+            return Request(episode_id, text, reference_time, context)
         # The entities in view are those the model is shown: the episode and its context as the prompt has them.
         in_view = keys_in_text("\n".join([text, *shown_context(context)]))
         return Request(episode_id, text, reference_time, context,
@@ -153,6 +155,7 @@ def extracted(db: Database, episodes: Iterable[Episode], extractor: Extractor,
         stored = store.active_ids(db, list(by_id), extracted=True)
         revised = store.revised_ids(db, (by_id[episode_id] for episode_id in stored))
         stored -= revised
+        stored |= api_batches.awaiting(db, list(by_id))  # their replies come from a batch: no second call
         requests = []
         for episode in by_id.values():
             if episode.format == "facts" or episode.id in stored:

@@ -29,7 +29,7 @@ BUSY_TIMEOUT_MS = 60_000
 CACHE_KIB = 65536
 # How many migrations memctl.store.schema has (tests/test_schema.py pins it): a reader
 # that finds them all applied needs neither the writer nor sqlite-utils.
-SCHEMA_MIGRATIONS = 17
+SCHEMA_MIGRATIONS = 18
 
 Clock = Callable[[], datetime]
 

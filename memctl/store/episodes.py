@@ -517,7 +517,7 @@ def purge_episodes(db: Database, episode_ids: list[str], at: str) -> SlotChanges
         purged = "SELECT id FROM temp.purged_episodes"
         db.execute("DELETE FROM repairs WHERE assertion_id IN (SELECT a.id FROM temp.purged_episodes e "
                    "CROSS JOIN assertions a ON a.episode_id = e.id)")
-        for table in ("retries", "revisions", "llm_cache", "assertions"):
+        for table in ("retries", "revisions", "llm_cache", "api_batch_requests", "assertions"):
             db.execute(f"DELETE FROM {table} WHERE episode_id IN ({purged})")
         db.execute(f"DELETE FROM episodes WHERE id IN ({purged})")
         optimize(db)

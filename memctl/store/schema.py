@@ -551,3 +551,44 @@ def entity_resolution(db: Database) -> None:
     db.conn.executemany("UPDATE entities SET group_key = ? WHERE id = ?",
                         [(aliases.reading(name, known).group, entity_id)
                          for entity_id, name in db.execute("SELECT id, name FROM entities").fetchall()])
+
+
+@migrations(name="0018_api_batches")
+def api_batches(db: Database) -> None:
+    _execute_each(
+        db,
+        """
+        -- Extraction through the Batch API (memctl/batch.py): a row per batch the API was,
+        -- or is about to be, given. Written before the upload, so that a process killed
+        -- between upload and creation leaves what to resume, never a second batch.
+        CREATE TABLE api_batches (
+            id TEXT PRIMARY KEY,           -- memctl's; also the batch's metadata, by which one made before a crash is found
+            kind TEXT NOT NULL,            -- extraction | correction
+            model TEXT NOT NULL,
+            state TEXT NOT NULL,           -- preparing | submitted | cancelling | completed | expired | failed | cancelled
+            file_id TEXT,                  -- the uploaded requests
+            remote_id TEXT,                -- the API's batch id
+            remote_status TEXT,            -- what the API last said of it
+            requests INTEGER NOT NULL,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+
+        -- An episode's request in a batch. custom_id is cache_key: one request serves every
+        -- episode of the same text and time, and its reply is cached under that key.
+        CREATE TABLE api_batch_requests (
+            batch_id TEXT NOT NULL REFERENCES api_batches(id),
+            episode_id TEXT NOT NULL,
+            cache_key TEXT NOT NULL,
+            state TEXT NOT NULL,           -- sent | answered | correcting | corrected | failed | unanswered
+            reply TEXT,                    -- a first reply sent back for correction (its cache envelope)
+            error TEXT,
+            PRIMARY KEY (batch_id, episode_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX api_batch_requests_episode ON api_batch_requests(episode_id);
+        CREATE INDEX api_batch_requests_open ON api_batch_requests(state) WHERE state IN ('sent', 'correcting');
+        """
+    )

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 # Parents before children.
 TABLES = ("operations", "episodes", "entities", "assertions", "facts", "fact_provenance", "fact_text_hashes",
           "repairs", "retries", "revisions", "episode_spans", "llm_cache", "embeddings", "clock", "underived_slots",
-          "summaries", "summary_gates", "session_summaries", "resolutions", "merges")
+          "summaries", "summary_gates", "session_summaries", "resolutions", "merges",
+          "api_batches", "api_batch_requests")
 FACT_TEXTS = "fact_texts"  # (fact_id, fact, subject, predicate, object): facts_fts's rows
 FACT_TEXT_COLUMNS = ("fact_id", "fact", "subject", "predicate", "object")
 ROWS_AT_ONCE = 5000

@@ -326,6 +326,36 @@ MIGRATIONS = (
             fact || ' ' || subject || ' ' || predicate || ' ' || object)) STORED;
         CREATE INDEX fact_texts_document ON fact_texts USING gin (document);
     """),
+    # The Batch API's jobs, as SQLite's migration 0018 makes them (its comments say why).
+    Migration("0003_api_batches", """
+        CREATE TABLE api_batches (
+            id text PRIMARY KEY,
+            kind text NOT NULL,
+            model text NOT NULL,
+            state text NOT NULL,
+            file_id text,
+            remote_id text,
+            remote_status text,
+            requests bigint NOT NULL,
+            input_tokens bigint NOT NULL DEFAULT 0,
+            output_tokens bigint NOT NULL DEFAULT 0,
+            error text,
+            created_at text NOT NULL,
+            updated_at text NOT NULL
+        );
+        CREATE TABLE api_batch_requests (
+            batch_id text NOT NULL REFERENCES api_batches(id),
+            episode_id text NOT NULL,
+            cache_key text NOT NULL,
+            state text NOT NULL,
+            reply text,
+            error text,
+            PRIMARY KEY (batch_id, episode_id)
+        );
+        CREATE INDEX api_batch_requests_episode ON api_batch_requests(episode_id NULLS FIRST);
+        CREATE INDEX api_batch_requests_open ON api_batch_requests(state NULLS FIRST)
+            WHERE state IN ('sent', 'correcting');
+    """),
 )
 
 
