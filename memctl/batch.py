@@ -440,6 +440,8 @@ def _finish(db: Database, clock: Clock, batch: api_batches.Batch, status: str, r
             result.answered += row.state == "answered"
             result.failed += row.state == "failed"
             result.unanswered += row.state == "unanswered"
+            if row.state == "failed" and result.first_failure is None:
+                result.first_failure = f"{row.episode_id}: {row.error}"
     result.input_tokens += input_tokens
     result.output_tokens += output_tokens
     spent = cost(input_tokens, output_tokens, *prices_of(batch.model), batch=True)
@@ -522,6 +524,7 @@ def _correct_live(db: Database, clock: Clock, extractor: LLMExtractor, rows: lis
             else:
                 api_batches.settle_correction(db, row.episode_id, "failed", outcome.error)
                 result.failed += 1
+                result.first_failure = result.first_failure or f"{row.episode_id}: {outcome.error}"
         result.input_tokens += outcome.input_tokens
         result.output_tokens += outcome.output_tokens
 

@@ -761,6 +761,11 @@ def undo(
         raise NotFound(f"{error}; 'memctl episodes' lists them") from None
     if plan.unerased:
         typer.echo(f"memctl: purged, but not yet erased from the file: {plan.unerased}", err=True)
+    if plan.batches_cancelled:
+        _notice(f"cancelled {len(plan.batches_cancelled)} batch(es) no episode waits for any more: "
+                f"{', '.join(plan.batches_cancelled)}")
+    if plan.batches_to_cancel:
+        _notice(f"batches no episode waits for any more are still to cancel: {plan.batches_to_cancel}")
     if as_json:
         _print_json(plan)
     else:
@@ -1039,6 +1044,9 @@ def batches_collect(
     if collected.unanswered:
         _notice(f"{collected.unanswered} episode(s) were not answered and stay pending; 'memctl retry --failed "
                 "--batch' sends them again")
+    if collected.failed:
+        _notice(f"{collected.failed} episode(s) failed and stay pending (first: {collected.first_failure}); "
+                "'memctl retry --failed' tries them again")
     if collected.errors or collected.unanswered or collected.failed:
         raise typer.Exit(1)
 

@@ -460,6 +460,7 @@ class Collected(Record):
     corrections_sent: int = 0  # episodes whose replies went back in a correction batch
     corrected_live: int = 0  # ... or were corrected by a live call
     failed: int = 0  # episodes whose request was refused, or whose reply could not be read twice
+    first_failure: str | None = None  # "episode: why" of the first of them
     unanswered: int = 0  # episodes a batch did not answer: pending, for 'retry --failed --batch'
     cancelled: list[str] = field(default_factory=list)  # batches cancelled: no episode needed them any more
     submitted: list[str] = field(default_factory=list)  # batches sent now (resumed, or of corrections)

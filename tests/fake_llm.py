@@ -275,8 +275,8 @@ class FakeOpenAIServer:
                                            ("start_lies", lie_start), ("end_lies", lie_end),
                                            ("both_lies", lie_start and lie_end)):
                         self.seed[counted] += value
-            if model == "fake-sloppy" and not corrected and valid_evidence is not None:
-                valid_evidence = None  # says a date without saying whence, until told what is wrong
+            if model == "fake-sloppy" and not corrected and valid_evidence == "text":
+                valid_evidence = None  # says a written date without saying whence, until told what is wrong
             assertions.append({
                 "subject": match["s"], "predicate": predicate, "object": match["o"], "fact": match[0] + ".",
                 "cardinality": cardinality, "valid_at": valid_at, "valid_at_evidence": valid_evidence,
@@ -308,6 +308,7 @@ class BatchAPI:
         self.auto_finish = False
         self.fail_next: dict[str, int] = {}
         self.replied_at = 1_700_000_000  # the completions' "created", seconds since the epoch
+        self.enabled = True  # False: a local server's, which has no Batch API (404)
         self.lock = threading.Lock()
 
     @property
@@ -323,6 +324,8 @@ class BatchAPI:
             failing = self.fail_next.pop(f"{method} /v1/{name}", None)
         if failing is not None:
             return failing, {"error": {"message": "injected failure", "type": "server_error"}}
+        if not self.enabled:
+            return 404, {"error": {"message": f"no route {method} {path}"}}
         if method == "POST" and name == "files":
             return 200, self._upload(raw, content_type)
         if method == "GET" and name == "files":
