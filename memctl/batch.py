@@ -46,6 +46,7 @@ from memctl.extract.stage import RequestBuilder
 from memctl.reports import Collected, Submitted
 from memctl.store import api_batches
 from memctl.store import episodes as store
+from memctl.store.cache import ResponseCache
 from memctl.store.connection import Clock, write_transaction
 
 if TYPE_CHECKING:
@@ -155,18 +156,21 @@ def submit(db: Database, clock: Clock, extractor: LLMExtractor, episode_ids: lis
            price_out: float | None = None) -> Submitted:
     """Send the extraction requests of these episodes (the pending or failed among them, and
     not already waiting on a batch) as one batch, or several at the API's limits."""
-    client, model = extractor.endpoint()
-    api = api or BatchAPI(client, extractor)
     result = Submitted()
     stored = [e for e in store.stored_texts(db, episode_ids) if e.extraction in ("pending", "failed")]
     waiting = api_batches.awaiting(db, [e.id for e in stored])
     result.awaiting = len(waiting)
+    if len(waiting) == len(stored):  # nothing to send: no endpoint asked, no model looked up
+        return result
+    client, model = extractor.endpoint()
+    api = api or BatchAPI(client, extractor)
+    cache = _cache(db, clock)
     by_key: dict[str, list] = defaultdict(list)  # the episodes of one text and time share a request
     for episode in stored:
         if episode.id in waiting:
             continue
         key = cache_key(model, Request(episode.id, episode.content, episode.reference_time))
-        if extractor.cache is not None and extractor.cache.get(key) is not None:
+        if cache.get(key) is not None:
             result.cached += 1
         else:
             by_key[key].append(episode)
@@ -184,10 +188,20 @@ def submit(db: Database, clock: Clock, extractor: LLMExtractor, episode_ids: lis
             yield [api_batches.Row(e.id, key, "sent") for e in episodes], _line(key, body)
 
     for rows, part in _parts(lines(), limits):
-        with part:
+        try:
             batch_id = api_batches.new_batch_id()
             with write_transaction(db):
-                api_batches.record(db, batch_id, "extraction", model, times.to_storage(clock()), rows)
+                # Checked again where it is written: another process may have sent some of
+                # these episodes since they were read, and a request is never sent twice.
+                taken = api_batches.awaiting(db, [row.episode_id for row in rows])
+                if taken:
+                    result.awaiting += len(taken)
+                    rows = [row for row in rows if row.episode_id not in taken]
+                    part = _only(part, {row.cache_key for row in rows})
+                if rows:
+                    api_batches.record(db, batch_id, "extraction", model, times.to_storage(clock()), rows)
+            if not rows:
+                continue
             result.batches.append(batch_id)
             result.requests += len({row.cache_key for row in rows})
             result.episodes += len(rows)
@@ -201,8 +215,15 @@ def submit(db: Database, clock: Clock, extractor: LLMExtractor, episode_ids: lis
             except (LLMUnavailable, CallFailed) as error:  # recorded: the next collect sends it
                 result.unsent = f"{batch_id}: {error}"
                 break
+        finally:
+            part.close()
     result.estimate.finish()
     return result
+
+
+def _cache(db: Database, clock: Clock) -> ResponseCache:
+    """The store's extraction cache, on the connection the batch's rows are written with."""
+    return ResponseCache(db, lambda: times.to_storage(clock()))
 
 
 def _body(model: str, messages: list[dict[str, str]]) -> dict[str, Any]:
@@ -231,6 +252,17 @@ def _parts(lines: Iterator[tuple[list[api_batches.Row], bytes]],
         yield rows, part
     else:
         part.close()
+
+
+def _only(part: IO[bytes], keys: set[str]) -> IO[bytes]:
+    """A part's file with the lines of these keys alone."""
+    kept: IO[bytes] = tempfile.TemporaryFile()
+    part.seek(0)
+    for line in part:
+        if json.loads(line)["custom_id"] in keys:
+            kept.write(line)
+    part.close()
+    return kept
 
 
 def _send(db: Database, clock: Clock, api: BatchAPI, batch_id: str, part: IO[bytes]) -> None:
@@ -331,7 +363,7 @@ def collect(db: Database, clock: Clock, extractor: LLMExtractor, *, live_correct
         remote = api.retrieve(batch.remote_id)
         if remote is None:
             why = f"the API no longer knows batch {batch.remote_id}"
-            _finish(db, clock, batch, "failed", None, {}, result, error=why)
+            _finish(db, clock, batch, "failed", {}, result, error=why)
             continue
         if remote.status not in FINISHED:
             with write_transaction(db):
@@ -342,14 +374,17 @@ def collect(db: Database, clock: Clock, extractor: LLMExtractor, *, live_correct
         for file_id in (remote.output_file_id, remote.error_file_id):
             if file_id and (content := api.content(file_id)) is not None:
                 lines.update(_read_lines(content))
-        _finish(db, clock, batch, remote.status, remote, lines, result, error=_errors_of(remote),
-                extractor=extractor)
-    _corrections(db, clock, extractor, api, result, live=live_corrections)
+        _finish(db, clock, batch, remote.status, lines, result, error=_errors_of(remote))
+    try:
+        _corrections(db, clock, extractor, api, result, live=live_corrections)
+    except (LLMUnavailable, CallFailed) as error:  # recorded; what was answered is extracted all the same
+        result.errors.append(f"the corrections could not be sent: {error}; the next collect sends them")
     by_model: dict[str, list[str]] = defaultdict(list)
     for model, episode_id in api_batches.answered_pending(db):
         by_model[model].append(episode_id)
     for model, episode_ids in by_model.items():
-        result.extracted.append(retry(db, clock, episode_ids, extractor.of_model(model, cached_only=True)))
+        cached = extractor.of_model(model, cache=_cache(db, clock), cached_only=True)
+        result.extracted.append(retry(db, clock, episode_ids, cached))
     return result
 
 
@@ -407,12 +442,16 @@ def _outcome(line: dict | None, status: str) -> tuple[_Outcome, int, int]:
                     refused=refused), 0, 0
 
 
-def _finish(db: Database, clock: Clock, batch: api_batches.Batch, status: str, remote: Any, lines: dict[str, dict],
-            result: Collected, *, error: str | None, extractor: LLMExtractor | None = None) -> None:
+def _finish(db: Database, clock: Clock, batch: api_batches.Batch, status: str, lines: dict[str, dict],
+            result: Collected, *, error: str | None) -> None:
     """A finished batch's replies into the cache and its requests' states, in one
     transaction: a collect killed meanwhile leaves the batch open, to be taken again."""
     name = f"llm:{batch.model}"
+    cache = _cache(db, clock)
     with write_transaction(db):
+        current = api_batches.get(db, batch.id)
+        if current is None or not current.open:  # another collect took it meanwhile
+            return
         rows = {row.cache_key: row for row in api_batches.rows_of(db, batch.id, states=("sent",))}
         texts = api_batches.contents(db, [row.episode_id for row in rows.values()])
         input_tokens = output_tokens = 0
@@ -424,9 +463,9 @@ def _finish(db: Database, clock: Clock, batch: api_batches.Batch, status: str, r
             content, reference_time = texts[row.episode_id]
             request = Request(row.episode_id, content, reference_time)
             state, kept, why = _judged(batch, row, request, outcome, name)
-            if state == "answered" and extractor is not None and extractor.cache is not None:
+            if state == "answered":
                 assert kept is not None
-                extractor.cache.put(key, kept, row.episode_id)
+                cache.put(key, kept, row.episode_id)
                 kept = None
             changes.append((key, state, kept, why))
         api_batches.set_rows(db, batch.id, changes)
@@ -492,7 +531,7 @@ def _corrections(db: Database, clock: Clock, extractor: LLMExtractor, api: Batch
         by_model[model].append(row)
     for model, rows in by_model.items():
         if live:
-            _correct_live(db, clock, extractor.of_model(model), rows, result)
+            _correct_live(db, clock, extractor.of_model(model, cache=_cache(db, clock)), rows, result)
             continue
         api = api or BatchAPI(extractor.client(), extractor)
         batch_id = api_batches.new_batch_id()
@@ -517,8 +556,8 @@ def _correct_live(db: Database, clock: Clock, extractor: LLMExtractor, rows: lis
         text, replied_at = _opened(row.reply)
         outcome, kept = extractor.correct(Request(row.episode_id, content, reference_time), text, replied_at)
         with write_transaction(db):
-            if kept is not None and extractor.cache is not None:
-                extractor.cache.put(row.cache_key, kept, row.episode_id)
+            if kept is not None:
+                _cache(db, clock).put(row.cache_key, kept, row.episode_id)
                 api_batches.settle_correction(db, row.episode_id, "answered", None)
                 result.corrected_live += 1
             else:

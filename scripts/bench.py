@@ -14,6 +14,7 @@
     python scripts/bench.py --resolution [--resolution-statements 3600]  # entity resolution, with and without
     python scripts/bench.py --concurrency [--concurrency-writers 1,2,4,8] [--concurrency-adds 60]  # writers at once
         [--postgres auto|URL]  # ...on PostgreSQL too (also with --retrieval: recall@10 on both backends)
+    python scripts/bench.py --batches [--batch-episodes 10000]  # a backfill through the Batch API against live calls
 
 Prints one JSON line on stdout; progress goes to stderr. The data is synthetic but
 shaped like a real backfill: episodes of 1-5 assertions arrive in random (not time)
@@ -1673,6 +1674,10 @@ def main() -> None:
     parser.add_argument("--concurrency-adds", type=int, default=60, help="with --concurrency: writes per writer")
     parser.add_argument("--postgres", help="with --concurrency or --retrieval: measure on PostgreSQL too, on new "
                                            "databases of this server (a URL), or of a throwaway one ('auto')")
+    parser.add_argument("--batches", action="store_true",
+                        help="only a backfill through the Batch API against the same one live: HTTP requests, facts, "
+                             "the dry run's token estimate (scripts/batches.py)")
+    parser.add_argument("--batch-episodes", type=int, default=10_000, help="with --batches")
     parser.add_argument("--imports", action="store_true",
                         help="only what starting each command costs: whole process, and its imports")
     parser.add_argument("--assertions", type=int, default=100_000)
@@ -1729,6 +1734,14 @@ def main() -> None:
         result = concurrency_benchmark([int(n) for n in args.concurrency_writers.split(",")], args.concurrency_adds,
                                        args.postgres)
         log(table(result))
+        print(json.dumps(result))
+        return
+    if args.batches:
+        from batches import batch_benchmark, real_estimate
+        from batches import table as batch_table
+
+        result = {**batch_benchmark(args.batch_episodes, args.seed), "real_logs": real_estimate(args.realdata)}
+        log(batch_table(result))
         print(json.dumps(result))
         return
     if args.imports:

@@ -294,8 +294,8 @@ class FakeOpenAIServer:
 class BatchAPI:
     """/v1/files and /v1/batches as OpenAI serves them, over the server's chat answers.
 
-    A batch stays ``in_progress`` until ``finish`` runs it (``auto_finish``: when it is
-    first retrieved). ``finish`` can expire it after some requests, fail it whole, answer
+    A batch stays ``in_progress`` until ``finish`` runs it (``finish_on_poll``: when it is
+    retrieved that many times). ``finish`` can expire it after some requests, fail it whole, answer
     some requests with an error, or cut its output file short. ``fail_next`` makes the
     next request of a route (``"POST /v1/batches"``) answer an error status once.
     """
@@ -305,7 +305,8 @@ class BatchAPI:
         self.files: dict[str, dict] = {}
         self.batches: dict[str, dict] = {}
         self.requests: Counter[str] = Counter()  # "POST /v1/files": how many
-        self.auto_finish = False
+        self.finish_on_poll: int | None = None
+        self.polls: Counter[str] = Counter()
         self.fail_next: dict[str, int] = {}
         self.replied_at = 1_700_000_000  # the completions' "created", seconds since the epoch
         self.enabled = True  # False: a local server's, which has no Batch API (404)
@@ -341,7 +342,8 @@ class BatchAPI:
             batch = self.batches.get(parts[1])
             if batch is None:
                 return 404, {"error": {"message": "No such batch"}}
-            if self.auto_finish and batch["status"] == "in_progress":
+            self.polls[batch["id"]] += 1
+            if batch["status"] == "in_progress" and self.polls[batch["id"]] == self.finish_on_poll:
                 self.finish(batch["id"])
             return 200, batch
         if method == "POST" and name == "batches/{id}/cancel":

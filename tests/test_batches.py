@@ -298,3 +298,43 @@ def test_the_library_lists_and_collects(memory, server, tmp_path):
     collected = memory.collect_batches(llm())
     assert collected.answered == len(CHAT) and sum(len(r.episodes) for r in collected.extracted) == len(CHAT)
     assert not memory.batches()[0].open and memory.stats().episodes_awaiting_extraction == 0
+
+
+def test_collect_wait_polls_until_no_batch_is_open(cli, db_path, server, tmp_path):
+    assert cli("ingest", _chat(tmp_path), "--batch", *MODEL).code == 0
+    server.batch_api.finish_on_poll = 3
+    assert len(cli("batches", "collect", "--json").json()["open"]) == 1  # without --wait: asked once, still open
+    waited = cli("batches", "collect", "--wait", "--every", "0.01", "--json")
+    assert waited.code == 0 and waited.json()["open"] == [] and "still running" in waited.err
+    assert server.batch_api.requests["GET /v1/batches/{id}"] == 3 and _states(db_path) == [("done", len(CHAT))]
+    assert cli("batches", "collect", "--every", "0").code == 2
+
+
+def test_two_submissions_at_once_send_each_request_once(memory, server, tmp_path, monkeypatch):
+    """Another process sends the same episodes while this one builds its file: what it sent
+    is taken out of this one's before anything is uploaded."""
+    from memctl import batch
+    from memctl.extract import build_extractor, stage
+    from memctl.sources import IngestOptions
+    from memctl.store.cache import ResponseCache
+
+    def llm():
+        return build_extractor("llm", clock=memory.clock, cache=ResponseCache(memory.db, memory.now),
+                               model="fake-normal")
+
+    memory.ingest([_chat(tmp_path)], IngestOptions())  # stored pending: no extractor
+    ids = [episode.id for episode in memory.episodes()]
+    built = stage.RequestBuilder.request
+    other: list = []
+
+    def racing(self, *args, **kwargs):
+        if not other:
+            other.append("sending")
+            other.append(batch.submit(memory.db, memory.clock, llm(), ids[:2]))
+        return built(self, *args, **kwargs)
+
+    monkeypatch.setattr(stage.RequestBuilder, "request", racing)
+    mine = batch.submit(memory.db, memory.clock, llm(), ids)
+    assert other[1].episodes == 2 and (mine.episodes, mine.awaiting) == (len(CHAT) - 2, 2)
+    sent = [line for f in server.batch_api.files.values() for line in f["content"].splitlines()]
+    assert len(sent) == len(CHAT) == len({__import__("json").loads(line)["custom_id"] for line in sent})

@@ -208,3 +208,11 @@ def test_the_consolidation_mode_holds_its_promises_at_a_small_size():
         assert run["stale_after_each_ingest"] == run["stale_after_each_step"] == 0
         assert run["conflicts_found"] == run["conflicts_planted"] > 0 and run["conflicts_spurious"] == []
     assert found["one_ingest"]["summary_calls"] == found["one_ingest"]["entities_changed_per_ingest_summed"] == 30
+
+
+def test_the_batches_mode_makes_the_live_paths_facts_in_a_handful_of_requests():
+    figures = run_bench("--batches", "--batch-episodes", "40")
+    assert figures["identical"] and figures["batch"]["fact_versions"] == figures["live"]["fact_versions"] > 0
+    assert figures["batch"]["assertions"] == figures["live"]["assertions"] > 0
+    assert figures["live"]["http_requests"] == 40 and figures["batch"]["http_requests"] == 4
+    assert figures["estimate"]["error"] < 0.10

@@ -621,9 +621,11 @@ class LLMExtractor:
                 self._client = make_client(timeout=self.timeout)
             return self._client
 
-    def of_model(self, model: str, *, cached_only: bool = False) -> LLMExtractor:
-        """An extractor of ``model`` through the same client, cache and settings."""
-        return LLMExtractor(self._client, model, self.clock, self.cache, self.concurrency, self.retries.max_retries,
+    def of_model(self, model: str, *, cache: ResponseCache | None = None, cached_only: bool = False) -> LLMExtractor:
+        """An extractor of ``model`` through the same client and settings, and ``cache``
+        (else this one's)."""
+        return LLMExtractor(self._client, model, self.clock, cache or self.cache, self.concurrency,
+                            self.retries.max_retries,
                             timeout=self.timeout, sleep=self.retries.sleep, backoff=self.retries.backoff,
                             max_backoff=self.retries.max_backoff, cached_only=cached_only)
 
