@@ -347,12 +347,13 @@ def collect(db: Database, clock: Clock, extractor: LLMExtractor, *, live_correct
     for batch in batches:
         if not api_batches.still_needed(db, batch.id) and batch.state != "cancelling":
             with write_transaction(db):
+                api_batches.give_up(db, batch.id, "cancelled: no episode needed it any more")
                 api_batches.update(db, batch.id, times.to_storage(clock()), state="cancelling")
             batch.state = "cancelling"
         assert api is not None
         if batch.state == "cancelling":
-            if _cancel(db, clock, api, batch):
-                result.cancelled.append(batch.id)
+            _cancel(db, clock, api, batch)
+            result.cancelled.append(batch.id)
             continue
         if batch.state == "preparing":
             _resume(db, clock, api, batch)
@@ -571,36 +572,61 @@ def _correct_live(db: Database, clock: Clock, extractor: LLMExtractor, rows: lis
 # --- cancelling ----------------------------------------------------------------------------
 
 
-def _cancel(db: Database, clock: Clock, api: BatchAPI, batch: api_batches.Batch) -> bool:
-    """Cancel a batch no episode needs any more; whether it is cancelled now (else the next
-    collect tries again). Its requests still out are given up."""
+def _cancel(db: Database, clock: Clock, api: BatchAPI, batch: api_batches.Batch) -> None:
+    """Cancel a batch marked ``cancelling`` at the API (one made before a kill is found
+    first), and mark it cancelled."""
     remote_id = batch.remote_id
     if remote_id is None and (remote := api.find(batch.id)) is not None:
         remote_id = remote.id
     if remote_id is not None:
         api.cancel(remote_id)
     with write_transaction(db):
-        api_batches.give_up(db, batch.id, "cancelled: no episode needed it any more")
         api_batches.update(db, batch.id, times.to_storage(clock()), state="cancelled", remote_id=remote_id)
-    return True
 
 
-def cancel_unneeded(db: Database, clock: Clock, extractor: LLMExtractor) -> tuple[list[str], str | None]:
-    """(batches cancelled, why others could not be) after an undo: an open batch none of
-    whose episodes waits for it any more is cancelled, so it costs nothing more. One that
-    cannot be cancelled now (no endpoint) is marked, and the next collect cancels it."""
-    unneeded = [b for b in api_batches.open_batches(db) if not api_batches.still_needed(db, b.id)]
-    if not unneeded:
-        return [], None
+def _cancel_all(db: Database, clock: Clock, extractor: LLMExtractor, batches: list[api_batches.Batch],
+                why: str) -> tuple[list[str], str | None]:
+    """(batches cancelled, why the others could not be yet). Their requests still out are
+    given up at once, so their episodes are free for a live run or another batch; the
+    API is told when it can be (a batch it cannot be told of now stays ``cancelling``,
+    and the next collect tells it, taking none of its replies)."""
     with write_transaction(db):
-        for batch in unneeded:
+        for batch in batches:
+            api_batches.give_up(db, batch.id, why)
             api_batches.update(db, batch.id, times.to_storage(clock()), state="cancelling")
     cancelled: list[str] = []
     try:
         api = BatchAPI(extractor.client(), extractor)
-        for batch in unneeded:
-            if _cancel(db, clock, api, batch):
-                cancelled.append(batch.id)
+        for batch in batches:
+            _cancel(db, clock, api, batch)
+            cancelled.append(batch.id)
     except (LLMUnavailable, CallFailed) as error:
         return cancelled, f"{error}; 'memctl batches collect' cancels them when it can"
     return cancelled, None
+
+
+def cancel_unneeded(db: Database, clock: Clock, extractor: LLMExtractor) -> tuple[list[str], str | None]:
+    """After an undo: an open batch none of whose episodes waits for it any more is
+    cancelled, so that it costs nothing more (``_cancel_all``)."""
+    unneeded = [b for b in api_batches.open_batches(db) if not api_batches.still_needed(db, b.id)]
+    if not unneeded:
+        return [], None
+    return _cancel_all(db, clock, extractor, unneeded, "cancelled: no episode needed it any more")
+
+
+def cancel(db: Database, clock: Clock, extractor: LLMExtractor, batch_ids: list[str]) -> tuple[list[str], str | None]:
+    """``batches cancel``: these open batches (memctl's ids or unique prefixes, or every
+    open one with none named) cancelled; their episodes stay pending (``_cancel_all``)."""
+    from memctl.errors import Ambiguous, NotFound
+
+    open_ones = api_batches.open_batches(db)
+    chosen = open_ones if not batch_ids else []
+    for wanted in batch_ids:
+        matches = [b for b in api_batches.listing(db) if b.id.startswith(wanted)]
+        if not matches:
+            raise NotFound(f"no batch {wanted!r}; 'memctl batches' lists them")
+        if len(matches) > 1:
+            raise Ambiguous(f"{wanted!r} names {len(matches)} batches: {', '.join(b.id for b in matches[:5])}")
+        if matches[0].open:
+            chosen.append(matches[0])
+    return _cancel_all(db, clock, extractor, chosen, "cancelled by 'memctl batches cancel'")

@@ -868,7 +868,7 @@ def retry(
     _say_collected(result.collected)
     if result.awaiting_batch:
         _notice(f"{result.awaiting_batch} episode(s) wait on an open batch and were left out; 'memctl batches "
-                "collect' takes their replies")
+                "collect' takes their replies, 'memctl batches cancel' frees them")
     if result.failed:
         typer.echo(f"memctl: extraction failed for {len(result.failed)} episode(s), left exactly as they were "
                    f"(first: {result.first_failure}); 'memctl retry --failed' tries them again", err=True)
@@ -1048,6 +1048,29 @@ def batches_collect(
         _notice(f"{collected.failed} episode(s) failed and stay pending (first: {collected.first_failure}); "
                 "'memctl retry --failed' tries them again")
     if collected.errors or collected.unanswered or collected.failed:
+        raise typer.Exit(1)
+
+
+@batches_app.command("cancel")
+def batches_cancel(
+    batch_ids: Annotated[Optional[list[str]], typer.Argument(
+        help="Batch ids, or unique prefixes (none: every open one).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel open batches; their episodes stay pending, for a live run or another batch.
+
+    Example: memctl batches cancel mb_3f2a
+    """
+    memory = _memory()
+    cancelled, not_yet = memory.cancel_batches(batch_ids or [], _extractor(memory, "llm", None, 1, _checked("llm", 1, None)))
+    if not_yet:
+        _notice(f"not yet cancelled at the API: {not_yet}")
+    if as_json:
+        _print_json({"cancelled": cancelled, "not_yet": not_yet})
+    else:
+        _console().print(f"cancelled: {', '.join(cancelled) or 'none'}; their episodes are pending "
+                         "('memctl retry --failed' extracts them live, '--batch' sends them again)")
+    if not_yet:
         raise typer.Exit(1)
 
 

@@ -295,6 +295,15 @@ class Memory:
         with self.connections.reading() as db:
             return api_batches.listing(db, limit=limit)
 
+    def cancel_batches(self, batch_ids: list[str], extractor: Extractor) -> tuple[list[str], str | None]:
+        """(batches cancelled, why others could not be yet): these open batches (every open
+        one with none named). Their episodes stay pending, for a live run or another batch."""
+        from memctl import batch
+
+        llm = _batch_extractor(extractor)
+        with self.connections.writing() as db:
+            return batch.cancel(db, self.clock, llm, batch_ids)
+
     def _cancel_unneeded_batches(self) -> tuple[list[str], str | None]:
         """Open batches no episode waits for any more, cancelled (``memctl.batch.cancel_unneeded``)
         through the endpoint the environment names."""

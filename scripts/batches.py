@@ -99,6 +99,20 @@ def memctl(db: Path, *args: str, env: dict) -> tuple[float, dict | list | None, 
     return took, (None if "--dry-run" in args else json.loads(out)), done.stdout
 
 
+def environment(server: FakeOpenAIServer) -> dict:
+    """The environment of memctl run against the fake server, its model named."""
+    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": API_KEY,
+           "MEMCTL_MODEL": "fake-normal", "PYTHONPATH": str(ROOT)}
+    env.pop("MEMCTL_DB", None)
+    return env
+
+
+def tokens_sent(server: FakeOpenAIServer) -> int:
+    """The input tokens of every request the batches sent, as the server counts them."""
+    return sum(server.count_tokens(json.loads(line)["body"]) for f in server.batch_api.files.values()
+               if f["purpose"] == "batch" for line in f["content"].splitlines())
+
+
 def stored(db: Path) -> dict[str, list[tuple]]:
     """What the two paths must agree on: every episode's assertions, and every version of
     every fact on the valid-time axis (transaction times differ by when each ran)."""
@@ -125,9 +139,7 @@ def batch_benchmark(episodes: int = 10_000, seed: int = 0) -> dict:
         (folder / f"session{number:04d}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     counter = o200k_counter()
     with FakeOpenAIServer(datetime.now(UTC), count_tokens=counter[0] if counter else None) as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": API_KEY,
-               "MEMCTL_MODEL": "fake-normal", "PYTHONPATH": str(ROOT)}
-        env.pop("MEMCTL_DB", None)
+        env = environment(server)
         live_db, batch_db = tmp / "live.db", tmp / "batch.db"
 
         _, _, dry_out = memctl(batch_db, "ingest", str(folder), "--batch", "--dry-run", "--json", env=env)
@@ -143,8 +155,7 @@ def batch_benchmark(episodes: int = 10_000, seed: int = 0) -> dict:
         server.batch_api.finish_on_poll = 1  # done when first asked
         collect_s, collected, _ = memctl(batch_db, "batches", "collect", "--json", env=env)
         assert isinstance(collected, dict)
-        sent = sum(server.count_tokens(json.loads(line)["body"]) for f in server.batch_api.files.values()
-                   if f["purpose"] == "batch" for line in f["content"].splitlines())
+        sent = tokens_sent(server)
         live_store, batch_store = stored(live_db), stored(batch_db)
         requests = dict(server.batch_api.requests)
     return {
@@ -171,15 +182,12 @@ def real_estimate(realdata: Path) -> dict | None:
     counter = o200k_counter()
     tmp = Path(tempfile.mkdtemp(prefix="memctl-batches-real-"))
     with FakeOpenAIServer(datetime.now(UTC), count_tokens=counter[0] if counter else None) as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": API_KEY,
-               "MEMCTL_MODEL": "fake-normal", "PYTHONPATH": str(ROOT)}
-        env.pop("MEMCTL_DB", None)
+        env = environment(server)
         _, _, dry_out = memctl(tmp / "m.db", "ingest", str(realdata), "--from-mtime", "--batch", "--dry-run",
                                "--json", env=env)
         estimate = json.loads(dry_out.splitlines()[-1])["estimate"]
         memctl(tmp / "m.db", "ingest", str(realdata), "--from-mtime", "--batch", "--json", env=env)
-        sent = sum(server.count_tokens(json.loads(line)["body"]) for f in server.batch_api.files.values()
-                   if f["purpose"] == "batch" for line in f["content"].splitlines())
+        sent = tokens_sent(server)
     return {"calls": estimate["calls"], "input_tokens": estimate["input_tokens"], "counted": sent,
             "counted_by": counter[1] if counter else "the fake's 4 characters a token (tiktoken unavailable)",
             "error": round(abs(estimate["input_tokens"] - sent) / sent, 4)}

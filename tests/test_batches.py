@@ -338,3 +338,19 @@ def test_two_submissions_at_once_send_each_request_once(memory, server, tmp_path
     assert other[1].episodes == 2 and (mine.episodes, mine.awaiting) == (len(CHAT) - 2, 2)
     sent = [line for f in server.batch_api.files.values() for line in f["content"].splitlines()]
     assert len(sent) == len(CHAT) == len({__import__("json").loads(line)["custom_id"] for line in sent})
+
+
+def test_cancel_frees_the_episodes_of_a_batch_for_a_live_run(cli, db_path, server, tmp_path, monkeypatch):
+    assert cli("ingest", _chat(tmp_path), "--batch", *MODEL).code == 0
+    [batch] = cli("batches", "--json").json()
+    point_at(monkeypatch, server, "wrong-key")  # the API cannot be told now
+    freed = cli("batches", "cancel", batch["id"][:6], "--json")
+    assert freed.code == 1 and "wrong-key" not in freed.err and freed.json()["cancelled"] == []
+    assert _requests(db_path) == [("unanswered", len(CHAT))]  # free at once
+    point_at(monkeypatch, server)
+    assert cli("retry", "--failed", "--extractor", "llm", *MODEL).code == 0 and server.calls == len(CHAT)
+    assert _states(db_path) == [("done", len(CHAT))]
+    assert cli("batches", "collect").code == 0  # tells the API now, and takes none of its replies
+    assert server.batch_api.batches["batch_1"]["status"] == "cancelled"
+    assert cli("batches", "--json").json()[0]["state"] == "cancelled"
+    assert cli("batches", "cancel", "mb_nope").code == 2
