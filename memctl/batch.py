@@ -307,12 +307,14 @@ def _resume(db: Database, clock: Clock, api: BatchAPI, batch: api_batches.Batch)
 
 def _lines_of(db: Database, batch: api_batches.Batch) -> Iterator[tuple[str, bytes]]:
     """A recorded batch's request lines, made again from the store (one per key)."""
-    rows = {row.cache_key: row for row in api_batches.rows_of(db, batch.id, states=("sent",))}
-    texts = {e.id: e for e in store.stored_texts(db, [row.episode_id for row in rows.values()])}
+    rows = api_batches.rows_of(db, batch.id, states=("sent",))
+    texts = {e.id: e for e in store.stored_texts(db, [row.episode_id for row in rows])}
     builder = RequestBuilder(db, in_order=False)
-    for key, row in rows.items():
-        if (episode := texts.get(row.episode_id)) is None:
+    made: set[str] = set()
+    for row in rows:  # one line a key, from an episode of it still active
+        if (episode := texts.get(row.episode_id)) is None or row.cache_key in made:
             continue
+        made.add(key := row.cache_key)
         request = builder.request(episode.id, episode.content, episode.reference_time, episode.source,
                                   episode.position)
         if batch.kind == "correction":
@@ -345,37 +347,11 @@ def collect(db: Database, clock: Clock, extractor: LLMExtractor, *, live_correct
     if batches:
         api = api or BatchAPI(extractor.client(), extractor)
     for batch in batches:
-        if not api_batches.still_needed(db, batch.id) and batch.state != "cancelling":
-            with write_transaction(db):
-                api_batches.give_up(db, batch.id, "cancelled: no episode needed it any more")
-                api_batches.update(db, batch.id, times.to_storage(clock()), state="cancelling")
-            batch.state = "cancelling"
         assert api is not None
-        if batch.state == "cancelling":
-            _cancel(db, clock, api, batch)
-            result.cancelled.append(batch.id)
-            continue
-        if batch.state == "preparing":
-            _resume(db, clock, api, batch)
-            result.submitted.append(batch.id)
-            continue
-        assert batch.remote_id is not None
-        result.polled += 1
-        remote = api.retrieve(batch.remote_id)
-        if remote is None:
-            why = f"the API no longer knows batch {batch.remote_id}"
-            _finish(db, clock, batch, "failed", {}, result, error=why)
-            continue
-        if remote.status not in FINISHED:
-            with write_transaction(db):
-                api_batches.update(db, batch.id, times.to_storage(clock()), remote_status=remote.status)
-            result.open.append(batch.id)
-            continue
-        lines: dict[str, dict] = {}
-        for file_id in (remote.output_file_id, remote.error_file_id):
-            if file_id and (content := api.content(file_id)) is not None:
-                lines.update(_read_lines(content))
-        _finish(db, clock, batch, remote.status, lines, result, error=_errors_of(remote))
+        try:
+            _follow(db, clock, api, batch, result)
+        except CallFailed as error:  # this batch's turn is over; the others go on, and the next collect tries again
+            result.errors.append(f"{batch.id}: {error}")
     try:
         _corrections(db, clock, extractor, api, result, live=live_corrections)
     except (LLMUnavailable, CallFailed) as error:  # recorded; what was answered is extracted all the same
@@ -387,6 +363,40 @@ def collect(db: Database, clock: Clock, extractor: LLMExtractor, *, live_correct
         cached = extractor.of_model(model, cache=_cache(db, clock), cached_only=True)
         result.extracted.append(retry(db, clock, episode_ids, cached))
     return result
+
+
+def _follow(db: Database, clock: Clock, api: BatchAPI, batch: api_batches.Batch, result: Collected) -> None:
+    """One open batch: cancelled when no episode needs it, sent when it was not, else
+    polled, and taken when it has finished."""
+    if not api_batches.still_needed(db, batch.id) and batch.state != "cancelling":
+        with write_transaction(db):
+            api_batches.give_up(db, batch.id, "cancelled: no episode needed it any more")
+            api_batches.update(db, batch.id, times.to_storage(clock()), state="cancelling")
+        batch.state = "cancelling"
+    if batch.state == "cancelling":
+        _cancel(db, clock, api, batch)
+        result.cancelled.append(batch.id)
+        return
+    if batch.state == "preparing":
+        _resume(db, clock, api, batch)
+        result.submitted.append(batch.id)
+        return
+    assert batch.remote_id is not None
+    result.polled += 1
+    remote = api.retrieve(batch.remote_id)
+    if remote is None:
+        _finish(db, clock, batch, "failed", {}, result, error=f"the API no longer knows batch {batch.remote_id}")
+        return
+    if remote.status not in FINISHED:
+        with write_transaction(db):
+            api_batches.update(db, batch.id, times.to_storage(clock()), remote_status=remote.status)
+        result.open.append(batch.id)
+        return
+    lines: dict[str, dict] = {}
+    for file_id in (remote.output_file_id, remote.error_file_id):
+        if file_id and (content := api.content(file_id)) is not None:
+            lines.update(_read_lines(content))
+    _finish(db, clock, batch, remote.status, lines, result, error=_errors_of(remote))
 
 
 def _read_lines(content: bytes) -> Iterator[tuple[str, dict]]:
@@ -579,7 +589,12 @@ def _cancel(db: Database, clock: Clock, api: BatchAPI, batch: api_batches.Batch)
     if remote_id is None and (remote := api.find(batch.id)) is not None:
         remote_id = remote.id
     if remote_id is not None:
-        api.cancel(remote_id)
+        try:
+            api.cancel(remote_id)
+        except CallFailed as error:
+            if not error.refused:  # the API is in trouble: the next collect tries again
+                raise
+            # Refused: it finished meanwhile, so there is nothing more to spend on it.
     with write_transaction(db):
         api_batches.update(db, batch.id, times.to_storage(clock()), state="cancelled", remote_id=remote_id)
 

@@ -350,8 +350,9 @@ class BatchAPI:
             batch = self.batches.get(parts[1])
             if batch is None:
                 return 404, {"error": {"message": "No such batch"}}
-            if batch["status"] in ("validating", "in_progress"):
-                batch["status"] = "cancelled"
+            if batch["status"] not in ("validating", "in_progress"):
+                return 400, {"error": {"message": f"Cannot cancel a batch with status '{batch['status']}'."}}
+            batch["status"] = "cancelled"
             return 200, batch
         return 404, {"error": {"message": f"no route {method} {path}"}}
 

@@ -354,3 +354,13 @@ def test_cancel_frees_the_episodes_of_a_batch_for_a_live_run(cli, db_path, serve
     assert server.batch_api.batches["batch_1"]["status"] == "cancelled"
     assert cli("batches", "--json").json()[0]["state"] == "cancelled"
     assert cli("batches", "cancel", "mb_nope").code == 2
+
+
+def test_undo_after_the_batch_finished_leaves_nothing_open(cli, db_path, server, tmp_path):
+    operation = cli("ingest", _chat(tmp_path), "--batch", *MODEL, "--json").json()["operation_id"]
+    server.batch_api.finish()  # done at the API, not yet collected
+    undone = cli("undo", operation, "--apply", "--json")
+    assert undone.code == 0, undone.err  # the API refuses to cancel a finished batch: nothing more to spend
+    [batch] = cli("batches", "--json").json()
+    assert undone.json()["batches_cancelled"] == [batch["id"]] and not batch["open"]
+    assert cli("batches", "collect", "--json").json()["finished"] == []
