@@ -166,14 +166,20 @@ def submit(db: Database, clock: Clock, extractor: LLMExtractor, episode_ids: lis
     api = api or BatchAPI(client, extractor)
     cache = _cache(db, clock)
     by_key: dict[str, list] = defaultdict(list)  # the episodes of one text and time share a request
+    cached: list[str] = []
     for episode in stored:
         if episode.id in waiting:
             continue
         key = cache_key(model, Request(episode.id, episode.content, episode.reference_time))
         if cache.get(key) is not None:
-            result.cached += 1
+            cached.append(episode.id)
         else:
             by_key[key].append(episode)
+    if cached:  # a reply this store already has: extracted now from the cache, as a live run would, no call
+        from memctl.retry import retry
+
+        result.cached = len(cached)
+        result.extracted = retry(db, clock, cached, extractor.of_model(model, cache=cache, cached_only=True))
     builder = RequestBuilder(db, in_order=False)
     result.estimate = Estimate.start(model, db=db, price_in=price_in, price_out=price_out, batch=True)
 
@@ -336,8 +342,9 @@ def _opened(kept: str | None) -> tuple[str, str]:
 
 
 def collect(db: Database, clock: Clock, extractor: LLMExtractor, *, live_corrections: bool = False,
-            api: BatchAPI | None = None) -> Collected:
-    """Poll the open batches and take what finished; see the module's docstring."""
+            api: BatchAPI | None = None, prices: tuple[float | None, float | None] = (None, None)) -> Collected:
+    """Poll the open batches and take what finished; see the module's docstring. ``prices``
+    (input, output; US dollars per million tokens) price what they used, else the table's."""
     from memctl.retry import retry
 
     result = Collected()
@@ -349,7 +356,7 @@ def collect(db: Database, clock: Clock, extractor: LLMExtractor, *, live_correct
     for batch in batches:
         assert api is not None
         try:
-            _follow(db, clock, api, batch, result)
+            _follow(db, clock, api, batch, result, prices)
         except CallFailed as error:  # this batch's turn is over; the others go on, and the next collect tries again
             result.errors.append(f"{batch.id}: {error}")
     try:
@@ -365,7 +372,8 @@ def collect(db: Database, clock: Clock, extractor: LLMExtractor, *, live_correct
     return result
 
 
-def _follow(db: Database, clock: Clock, api: BatchAPI, batch: api_batches.Batch, result: Collected) -> None:
+def _follow(db: Database, clock: Clock, api: BatchAPI, batch: api_batches.Batch, result: Collected,
+            prices: tuple[float | None, float | None]) -> None:
     """One open batch: cancelled when no episode needs it, sent when it was not, else
     polled, and taken when it has finished."""
     if not api_batches.still_needed(db, batch.id) and batch.state != "cancelling":
@@ -385,7 +393,7 @@ def _follow(db: Database, clock: Clock, api: BatchAPI, batch: api_batches.Batch,
     result.polled += 1
     remote = api.retrieve(batch.remote_id)
     if remote is None:
-        _finish(db, clock, batch, "failed", {}, result, error=f"the API no longer knows batch {batch.remote_id}")
+        _finish(db, clock, batch, "failed", {}, result, prices, error=f"the API no longer knows batch {batch.remote_id}")
         return
     if remote.status not in FINISHED:
         with write_transaction(db):
@@ -396,7 +404,7 @@ def _follow(db: Database, clock: Clock, api: BatchAPI, batch: api_batches.Batch,
     for file_id in (remote.output_file_id, remote.error_file_id):
         if file_id and (content := api.content(file_id)) is not None:
             lines.update(_read_lines(content))
-    _finish(db, clock, batch, remote.status, lines, result, error=_errors_of(remote))
+    _finish(db, clock, batch, remote.status, lines, result, prices, error=_errors_of(remote))
 
 
 def _read_lines(content: bytes) -> Iterator[tuple[str, dict]]:
@@ -454,7 +462,7 @@ def _outcome(line: dict | None, status: str) -> tuple[_Outcome, int, int]:
 
 
 def _finish(db: Database, clock: Clock, batch: api_batches.Batch, status: str, lines: dict[str, dict],
-            result: Collected, *, error: str | None) -> None:
+            result: Collected, prices: tuple[float | None, float | None], *, error: str | None) -> None:
     """A finished batch's replies into the cache and its requests' states, in one
     transaction: a collect killed meanwhile leaves the batch open, to be taken again."""
     name = f"llm:{batch.model}"
@@ -494,7 +502,7 @@ def _finish(db: Database, clock: Clock, batch: api_batches.Batch, status: str, l
                 result.first_failure = f"{row.episode_id}: {row.error}"
     result.input_tokens += input_tokens
     result.output_tokens += output_tokens
-    spent = cost(input_tokens, output_tokens, *prices_of(batch.model), batch=True)
+    spent = cost(input_tokens, output_tokens, *prices_of(batch.model, *prices), batch=True)
     if spent is not None:
         result.cost_usd = (result.cost_usd or 0.0) + spent
     if error:

@@ -372,8 +372,7 @@ def _say_submitted(submitted) -> None:
     if submitted.awaiting:
         _notice(f"{submitted.awaiting} episode(s) already wait on an open batch: not sent again")
     if submitted.cached:
-        _notice(f"{submitted.cached} episode(s) have their replies cached: 'memctl batches collect' extracts them "
-                "with no call")
+        _notice(f"{submitted.cached} episode(s) had their replies cached: extracted from the cache, no call")
 
 
 def _say_collected(collected) -> None:
@@ -547,7 +546,8 @@ def _ingest_table(report):
         ("dates the guard corrected", "guard_changes")]]
     if report.dropped:
         rows.append(["assertions left out as wrong", len(report.dropped)])
-    rows.append(["tokens in / out", f"{report.input_tokens} / {report.output_tokens}"])
+    rows.append(["tokens in / out", f"{report.input_tokens} / {report.output_tokens}"
+                 + (f" (US$ {report.cost_usd:,.4f})" if report.cost_usd is not None else "")])
     rows.append(["secrets redacted", _redacted(report.redactions, report.redacted)])
     rows += [[f"skipped: {reason}", count] for reason, count in sorted(report.skipped.items())]
     rows += [[f"left out of text: {kind}", count] for kind, count in sorted(report.left_out.items())]
@@ -560,8 +560,11 @@ def _ingest_table(report):
     if report.summaries is not None:
         rows.append(["entity summaries", _summary_counts(report.summaries)])
     if report.batch is not None:
+        estimate = report.batch.estimate
         rows.append(["sent to the Batch API", f"{report.batch.requests} requests in "
-                     f"{', '.join(report.batch.batches) or 'no batch'}"])
+                     f"{', '.join(report.batch.batches) or 'no batch'}"
+                     + (f" (about US$ {estimate.cost_usd:,.2f} at the batch rate)"
+                        if estimate is not None and estimate.cost_usd is not None else "")])
     rows.append(["operation", report.operation_id or "(nothing new)"])
     return _table("Ingest", ["", ""], rows)
 
@@ -864,7 +867,7 @@ def retry(
             raise typer.Exit(1)
         return
     result = memory.retry(targets or [], _extractor(memory, extractor, model, concurrency, timeout), failed=failed,
-                          dry_run=dry_run)
+                          dry_run=dry_run, price_in=price_in, price_out=price_out)
     _say_collected(result.collected)
     if result.awaiting_batch:
         _notice(f"{result.awaiting_batch} episode(s) wait on an open batch and were left out; 'memctl batches "
@@ -959,6 +962,8 @@ app.add_typer(batches_app, name="batches")
 def batches(
     ctx: typer.Context,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Show at most this many, newest first.")] = None,
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The batches sent, newest first: state, episodes by state, tokens and cost.
@@ -967,8 +972,10 @@ def batches(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from memctl.extract.cost import cost, prices_of
+    from memctl.extract.cost import check_price, cost, prices_of
 
+    check_price(price_in, "price_in")
+    check_price(price_out, "price_out")
     memory = _memory()
     found = memory.batches(limit=limit)
     if as_json:
@@ -979,7 +986,7 @@ def batches(
         return
     rows = []
     for batch in found:
-        spent = cost(batch.input_tokens, batch.output_tokens, *prices_of(batch.model), batch=True)
+        spent = cost(batch.input_tokens, batch.output_tokens, *prices_of(batch.model, price_in, price_out), batch=True)
         rows.append([batch.id, batch.kind, batch.model, batch.state + (f" ({batch.remote_status})"
                      if batch.remote_status and batch.remote_status != batch.state else ""),
                      ", ".join(f"{state} {n}" for state, n in sorted(batch.episodes.items())),
@@ -999,6 +1006,8 @@ def batches_collect(
     live_corrections: Annotated[bool, typer.Option(
         "--live-corrections", help="Send the replies the guard finds wrong back live, not in a second batch.")] = False,
     timeout: TimeoutOption = None,
+    price_in: PriceInOption = None,
+    price_out: PriceOutOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Take the results of finished batches into the store, as if the calls had been live.
@@ -1014,11 +1023,12 @@ def batches_collect(
 
     if not every > 0:
         raise BadInput(f"--every must be a positive number of seconds, got {every}")
-    timeout = _checked("llm", 1, timeout)
+    timeout = _checked("llm", 1, timeout, price_in=price_in, price_out=price_out)
     memory = _memory()
     extractor = _extractor(memory, "llm", None, 4, timeout)
     while True:
-        collected = memory.collect_batches(extractor, live_corrections=live_corrections)
+        collected = memory.collect_batches(extractor, live_corrections=live_corrections, price_in=price_in,
+                                           price_out=price_out)
         if not (wait and collected.open):
             break
         _notice(f"{len(collected.open)} batch(es) still running; polling again in {every:g} s")

@@ -140,6 +140,10 @@ class Memory:
                 report.batch = self._submit(db, llm, api_batches.pending_of_sources(db, sorted(sources)), price_in,
                                             price_out, report)
         report.collected = collected
+        if report.input_tokens or report.output_tokens:
+            from memctl.extract.cost import spent
+
+            report.cost_usd = spent(report.extractor, report.input_tokens, report.output_tokens, price_in, price_out)
         report.summaries = self._gate(None if batch else extractor, report.operation_id)
         try:
             report.embedded = self.embed()
@@ -223,16 +227,19 @@ class Memory:
                 yield db
 
     def retry(self, targets: list[str], extractor: Extractor, *, failed: bool = False,
-              dry_run: bool = False) -> RetryResult:
+              dry_run: bool = False, price_in: float | None = None, price_out: float | None = None) -> RetryResult:
         """Extract episodes again from their stored text and swap their assertions at once.
         Batches still open are collected first (not by a dry run); with ``failed``, an
-        episode whose reply an open batch will bring is left out."""
+        episode whose reply an open batch will bring is left out. ``price_in``/``price_out``
+        (US dollars per million tokens) price the tokens used (``cost_usd``)."""
         from memctl import retry as retry_module
+        from memctl.extract.cost import spent
 
         collected = None if dry_run else self._collect_first(extractor)
         with self._changing(preview=dry_run) as db:
             result = retry_module.retry(db, self.clock, targets, extractor, failed=failed, dry_run=dry_run)
         result.collected = collected
+        result.cost_usd = spent(result.extractor, result.input_tokens, result.output_tokens, price_in, price_out)
         if result.applied:
             result.summaries = self._gate(extractor)
         return result
@@ -273,15 +280,18 @@ class Memory:
                 report.extractor = llm.name
         return submitted
 
-    def collect_batches(self, extractor: Extractor, *, live_corrections: bool = False) -> Collected:
+    def collect_batches(self, extractor: Extractor, *, live_corrections: bool = False, price_in: float | None = None,
+                        price_out: float | None = None) -> Collected:
         """Take the finished batches' replies and extract their episodes (``memctl.batch.collect``);
         a batch still running is left to a later collect. ``extractor`` (an LLM's) gives the
-        client; ``live_corrections``: the replies found wrong are sent back live, not in a batch."""
+        client; ``live_corrections``: the replies found wrong are sent back live, not in a
+        batch; ``price_in``/``price_out`` price the tokens used (else the model's list price)."""
         from memctl import batch
 
         llm = _batch_extractor(extractor)
         with self.connections.writing() as db:
-            collected = batch.collect(db, self.clock, llm, live_corrections=live_corrections)
+            collected = batch.collect(db, self.clock, llm, live_corrections=live_corrections,
+                                      prices=(price_in, price_out))
         if any(extracted.applied for extracted in collected.extracted):
             self._gate(None)
         return collected

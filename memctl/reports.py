@@ -184,8 +184,11 @@ class RetryResult(WithEffects):
     summaries: SummaryCounts | None = None  # what the summary gate did after it
     collected: Collected | None = None  # the Batch API's results taken first, when batches were open
     awaiting_batch: int = 0  # with --failed: episodes left out, their replies come from an open batch
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # what the tokens used cost, when the model's price is known
 
-    _OMITTED_WHEN_NONE = frozenset({"summaries", "collected"})
+    _OMITTED_WHEN_NONE = frozenset({"summaries", "collected", "cost_usd"})
 
     def to_json(self) -> dict[str, Any]:
         return self.flattened(super().to_json(), last=("applied", "operation_id"))
@@ -389,8 +392,7 @@ class IngestReport(Record):
     summaries: SummaryCounts | None = None  # what the summary gate did after it (memctl.summarize)
     batch: Submitted | None = None  # with --batch: the extraction sent to the Batch API
     collected: Collected | None = None  # the Batch API's results taken first, when batches were open
-
-    _OMITTED_WHEN_NONE = frozenset({"batch", "collected"})
+    cost_usd: float | None = None  # what the tokens used cost, when the model's price is known
 
     @property
     def partial(self) -> bool:
@@ -440,13 +442,14 @@ class Submitted(Record):
     batches: list[str] = field(default_factory=list)  # memctl's ids of the batches made
     requests: int = 0  # one per distinct text and time
     episodes: int = 0  # episodes whose requests went out
-    cached: int = 0  # episodes whose reply was cached already: the next collect extracts them, no call
+    cached: int = 0  # episodes whose reply was cached already: extracted at once from the cache, no call
     awaiting: int = 0  # episodes already waiting on an open batch: not sent again
     estimate: Any = None  # memctl.extract.cost.Estimate of the requests sent, at the batch rate
     unsent: str | None = None  # why a batch recorded is not created yet: the next collect sends it
     collected: Collected | None = None  # what the submission collected first, when batches were open
+    extracted: RetryResult | None = None  # the cached episodes, extracted with no call
 
-    _OMITTED_WHEN_NONE = frozenset({"collected"})
+    _OMITTED_WHEN_NONE = frozenset({"collected", "extracted"})
 
 
 @record

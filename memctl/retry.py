@@ -71,7 +71,8 @@ def retry(db: Database, clock: Clock, targets: list[str], extractor: Extractor, 
                          model_calls=report.extraction_calls, cache_hits=report.cache_hits,
                          guard_changes=report.guard_changes, failed=failed_ids,
                          first_failure=report.first_failure, dropped=report.dropped,
-                         awaiting_batch=awaiting)
+                         awaiting_batch=awaiting, input_tokens=report.input_tokens,
+                         output_tokens=report.output_tokens)
     with tentative(db) as decision:
         # Extraction ran outside the lock: skip what another process undid meanwhile.
         still = store.active_ids(db, list(retried))

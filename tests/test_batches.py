@@ -364,3 +364,35 @@ def test_undo_after_the_batch_finished_leaves_nothing_open(cli, db_path, server,
     [batch] = cli("batches", "--json").json()
     assert undone.json()["batches_cancelled"] == [batch["id"]] and not batch["open"]
     assert cli("batches", "collect", "--json").json()["finished"] == []
+
+
+def test_the_real_runs_report_what_their_tokens_cost_at_the_prices_given(cli, server, tmp_path):
+    prices = ("--price-in", "2", "--price-out", "8")
+    live = cli("ingest", _chat(tmp_path), "--extractor", "llm", *MODEL, *prices, "--json").json()
+    assert live["input_tokens"] > 0
+    assert live["cost_usd"] == pytest.approx((live["input_tokens"] * 2 + live["output_tokens"] * 8) / 1e6)
+    episodes = [e["id"] for e in cli("episodes", "--json").json()]
+    retried = cli("retry", episodes[0], "--extractor", "llm", "--model", "fake-sloppy", *prices, "--json").json()
+    assert retried["cost_usd"] == pytest.approx((retried["input_tokens"] * 2 + retried["output_tokens"] * 8) / 1e6)
+    assert cli("ingest", _chat(tmp_path), "--extractor", "llm", *MODEL, "--json").json()["cost_usd"] is None
+
+    other = tmp_path / "other"
+    other.mkdir()
+    later = [(when.replace("2024", "2025"), text) for when, text in CHAT]  # no reply of these is cached
+    assert cli("ingest", _chat(other, later), "--batch", *MODEL, *prices).code == 0
+    server.batch_api.finish()
+    collected = cli("batches", "collect", *prices, "--json").json()
+    assert collected["cost_usd"] == pytest.approx(
+        (collected["input_tokens"] * 2 + collected["output_tokens"] * 8) / 1e6 / 2)  # the batch rate
+    listed = cli("batches", *prices)
+    assert f"{collected['cost_usd']:,.2f}" in listed.out
+
+
+def test_an_episode_whose_reply_is_cached_is_extracted_at_once_not_sent(cli, db_path, server, tmp_path):
+    assert cli("ingest", _chat(tmp_path), "--extractor", "llm", *MODEL).code == 0  # the replies are cached
+    other = tmp_path / "copy"
+    other.mkdir()
+    sent = cli("ingest", _chat(other), "--batch", *MODEL, "--json").json()  # the same turns, another file
+    assert sent["batch"]["cached"] == len(CHAT) and sent["batch"]["batches"] == []
+    assert sent["batch"]["extracted"]["applied"] and server.calls == len(CHAT)
+    assert _states(db_path) == [("done", 2 * len(CHAT))] and server.batch_api.requests == {}

@@ -77,6 +77,16 @@ def cost(input_tokens: int, output_tokens: int, price_in: float | None, price_ou
     return (input_tokens * price_in + output_tokens * price_out) / 1e6 * (BATCH_DISCOUNT if batch else 1.0)
 
 
+def spent(extractor: str | None, input_tokens: int, output_tokens: int, price_in: float | None = None,
+          price_out: float | None = None) -> float | None:
+    """What a live run's tokens cost (``extractor``: "llm:<model>"); None when it used none
+    or the price is unknown."""
+    if not (input_tokens or output_tokens) or not (extractor or "").startswith("llm:"):
+        return None
+    model = (extractor or "").removeprefix("llm:")
+    return cost(input_tokens, output_tokens, *prices_of(model, price_in, price_out), batch=False)
+
+
 def output_tokens_per_call(db: Queryable | None) -> tuple[int, str]:
     """(tokens a reply is expected to have, whence): the mean of this store's cached
     replies when it has enough of them, else the default."""
