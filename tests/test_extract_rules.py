@@ -595,3 +595,59 @@ def test_a_value_said_again_at_one_instant_is_the_one_that_stands(memory, clock)
     memory.add_memory("I live in Oslo. Then I live in Bergen. I live in Oslo.", reference_time="2024-05-01T10:00:00Z",
                       extractor=RulesExtractor(clock))
     assert [(f.predicate, f.object) for f in memory.facts()] == [("lives in", "Oslo")]
+
+
+SHARED_READING = """
+import json, sys
+from datetime import UTC, datetime
+from memctl.extract import Request
+from memctl.extract import helper
+from memctl.extract.rules import RulesExtractor
+texts = json.load(sys.stdin)
+helper.SHARE_FROM_CHARS = 1  # every chunk shared, the smallest too
+requests = [Request(f"e{n}", text, "2024-03-01T12:00:00.000000Z" if n % 7 else "not a time") for n, text in
+            enumerate(texts)]
+def read(share, kill=False):
+    extractor = RulesExtractor(lambda: datetime(2026, 1, 1, tzinfo=UTC), share=share)
+    found = []
+    for start in range(0, len(requests), 5):
+        found += [(r.episode_id, [list(a) for a in res.assertions], res.error)
+                  for r, res in extractor.extract(requests[start:start + 5])]
+        if kill and extractor._helper:
+            extractor._helper.process.kill()  # gone mid-run: the rest is read here
+            extractor._helper.process.join()
+    return found, extractor._helper
+def handed_over():  # as an ingest's stage does: a chunk's results taken before the next is handed over
+    extractor = RulesExtractor(lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    found, waiting = [], None
+    for start in range(0, len(requests), 5):
+        earlier = list(waiting()) if waiting else []
+        waiting = extractor.submit(requests[start:start + 5])
+        found += [(r.episode_id, [list(a) for a in res.assertions], res.error) for r, res in earlier]
+    found += [(r.episode_id, [list(a) for a in res.assertions], res.error) for r, res in waiting()]
+    return found, extractor._helper
+alone, _ = read(False)
+shared, used = read(True)
+orphaned, killed = read(True, kill=True)
+pipelined, sent_to = handed_over()
+print(json.dumps({"same": alone == shared == orphaned == pipelined, "helper": bool(used and sent_to),
+                  "helper_alive": bool(used and used.alive and sent_to.alive),
+                  "killed_alive": killed.alive,
+                  "errors": sum(1 for _, _, error in alone if error), "assertions": sum(len(a) for _, a, _ in alone)}))
+"""
+
+
+def test_a_reading_shared_with_a_second_process_finds_what_one_process_does():
+    """A log's chunks split between this process and a forked helper (``extract/helper.py``)
+    give the same assertions and errors, in the same order. Run in a process of its own: a
+    fork is made only where no other thread runs, and a test session has some."""
+    texts = [f"User: {sentence}" for sentence, _ in PATTERNS] + [CODE, ALL_TEXT] * 3
+    if REALDATA.is_dir():
+        texts += [item.content for path in sorted(REALDATA.rglob("*.jsonl")) for item in parse(path, IngestOptions())
+                  if isinstance(item, Episode)]
+    done = subprocess.run([sys.executable, "-c", SHARED_READING], input=json.dumps(texts), capture_output=True,
+                          text=True, check=True, cwd=Path(__file__).resolve().parents[1])
+    found = json.loads(done.stdout)
+    assert found["helper"] and found["helper_alive"], "no helper was forked: this test tests nothing"
+    assert not found["killed_alive"]
+    assert found["same"] and found["errors"] > 0 and found["assertions"] > len(PATTERNS)

@@ -46,7 +46,7 @@ def checked(path: Path) -> list:
 def in_halves(monkeypatch, tmp_path):
     """Every file checked in halves, the second half's process noting its pid in a file."""
     monkeypatch.setattr(facts, "CHECK_IN_HALVES_BYTES", 1)
-    monkeypatch.setattr(facts, "_forking_helps", lambda: True)
+    monkeypatch.setattr(facts, "forking_helps", lambda: True)
     pids = tmp_path / "pids"
     real = facts._check_second_half
 
@@ -101,7 +101,7 @@ def test_of_bad_lines_in_both_halves_the_first_is_named(tmp_path, in_halves):
 
 def test_a_worker_that_dies_leaves_its_half_to_the_parent(tmp_path, monkeypatch):
     monkeypatch.setattr(facts, "CHECK_IN_HALVES_BYTES", 1)
-    monkeypatch.setattr(facts, "_forking_helps", lambda: True)
+    monkeypatch.setattr(facts, "forking_helps", lambda: True)
     monkeypatch.setattr(facts, "_check_second_half", lambda *args: os._exit(3))
     path = facts_file(tmp_path, LINES)
     halves = checked(path)
@@ -160,7 +160,7 @@ def test_no_fork_beside_another_thread():
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert not facts._forking_helps()
+        assert not facts.forking_helps()
     finally:
         release.set()
         other.join()

@@ -124,7 +124,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Required, TypedDict, TypeGuard
+from typing import Any, Required, TypedDict, TypeGuard
 
 from memctl import names, times
 from memctl.extract import Request, Result, dates
@@ -137,23 +137,65 @@ USER = "user"
 
 
 class RulesExtractor:
-    """Extractor protocol over ``extract_text``; the clock gives only ``extracted_at``."""
+    """Extractor protocol over ``extract_text``; the clock gives only ``extracted_at``.
+
+    A large chunk of requests (a log backfill's) is shared with a second process, forked
+    once and kept for the run, on a machine with two cores or more
+    (``memctl.extract.helper``): the rules are Python work on every sentence, about half
+    of a log ingest, and each episode's reading is its own. The results, and their order,
+    are the same either way.
+    """
 
     name = NAME
     reads_context = False  # the text alone: no context, no predicates
 
-    def __init__(self, clock: Callable[[], datetime]):
+    def __init__(self, clock: Callable[[], datetime], *, share: bool = True):
         self.clock = clock
+        self.share = share  # False: every request read in this process
+        self._helper: Any = None
 
     def extract(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Result]]:
-        for request in requests:
-            extracted_at = times.to_storage(self.clock())
-            try:
-                assertions = extract_text(request.text, request.reference_time, extracted_at)
-            except times.BadInstant as error:
-                yield request, Result(error=str(error))
-                continue
-            yield request, Result(assertions=assertions)
+        requests = list(requests)
+        given = self._given(requests)
+        helper = self._helper_for(given)
+        return _results(requests, helper.map(given) if helper else [read_one(item) for item in given])
+
+    def submit(self, requests: list[Request]) -> Callable[[], Iterator[tuple[Request, Result]]]:
+        """Start reading ``requests``: with a helper, it reads them all while this process
+        goes on (the next chunk's file lines); the callable gives the results. The
+        extraction stage takes one chunk's results before it submits the next."""
+        given = self._given(requests)
+        helper = self._helper_for(given)
+        if helper:
+            receive = helper.send(given)
+            return lambda: _results(requests, receive())
+        outcomes = [read_one(item) for item in given]
+        return lambda: _results(requests, outcomes)
+
+    def _given(self, requests: list[Request]) -> list[tuple[str, str, str]]:
+        return [(request.text, request.reference_time, times.to_storage(self.clock())) for request in requests]
+
+    def _helper_for(self, given: list[tuple[str, str, str]]) -> Any:
+        """The helper process, started by the first chunk worth sharing (None before it,
+        False where none can be)."""
+        if self.share and self._helper is None and given:
+            from memctl.extract import helper
+
+            self._helper = helper.Helper.start_if_worth_it(given)
+        return self._helper if self._helper and self._helper.alive else None
+
+
+def _results(requests: list[Request], outcomes: list) -> Iterator[tuple[Request, Result]]:
+    for request, outcome in zip(requests, outcomes, strict=True):
+        yield request, (Result(error=outcome) if isinstance(outcome, str) else Result(assertions=outcome))
+
+
+def read_one(given: tuple[str, str, str]) -> list[Assertion] | str:
+    """One request's assertions (text, reference time, extraction time), or why it has none."""
+    try:
+        return extract_text(*given)
+    except times.BadInstant as error:
+        return str(error)
 
 
 # ---------------------------------------------------------------------------- text → sentences

@@ -12,7 +12,7 @@ episode says which.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from memctl.errors import LLMUnavailable
@@ -85,9 +85,12 @@ def run_requests(extractor: Extractor, requests: list[Request], targets: dict[st
     All or nothing: when the model becomes unreachable mid-way (``LLMUnavailable``), no
     target has changed, and every episode of the call stays as it was (pending).
     """
-    if not requests:
-        return
-    results = list(extractor.extract(requests))
+    if requests:
+        take_results(extractor, list(extractor.extract(requests)), targets, report)
+
+
+def take_results(extractor: Extractor, results: list[tuple[Request, Result]], targets: dict[str, Target],
+                 report: IngestReport) -> None:
     report.extractor = extractor.name  # an LLM's model may have been looked up meanwhile
     for request, result in results:
         take_result(report, targets[request.episode_id], request, result)
@@ -146,28 +149,61 @@ def extracted(db: Database, episodes: Iterable[Episode], extractor: Extractor,
     as pending, for the next run.
     """
     builder = RequestBuilder(db, in_order=True, with_context=reads_context(extractor))
+    # An extractor that can work while this process reads on (the rules, with a helper
+    # process) is handed a chunk's requests before the chunk before it is stored, and the
+    # next chunk is read meanwhile. Any other runs a chunk's requests before the next is
+    # read, so that each request sees the store as the episodes before it left it (the
+    # predicates a model is shown).
+    submit: Callable[[list[Request]], Callable[[], Iterable[tuple[Request, Result]]]] | None = \
+        getattr(extractor, "submit", None)
+    waiting: tuple[list[Episode], dict[str, Episode], set[str], Callable[[], Iterable]] | None = None
     for chunk in batches(episodes, EXTRACT_CHUNK):
         if report.llm_unavailable:
             yield from chunk
             continue
-        by_id = store.longest_readings(chunk)
-        # Pending episodes are not "stored" yet: this run extracts them, as it does revised ones.
-        stored = store.active_ids(db, list(by_id), extracted=True)
-        revised = store.revised_ids(db, (by_id[episode_id] for episode_id in stored))
-        stored -= revised
-        stored |= api_batches.awaiting(db, list(by_id))  # their replies come from a batch: no second call
-        requests = []
-        for episode in by_id.values():
-            if episode.format == "facts" or episode.id in stored:
-                builder.read(episode.source, episode.content)
+        by_id, revised, requests = _requests_of(db, builder, chunk)
+        if submit is None:
+            try:
+                run_requests(extractor, requests, dict(by_id), report)
+            except LLMUnavailable as error:
+                report.llm_unavailable = str(error)
             else:
-                requests.append(builder.request(episode.id, episode.content, episode.reference_time, episode.source,
-                                                episode.position))
-        try:
-            run_requests(extractor, requests, dict(by_id), report)
-        except LLMUnavailable as error:
-            report.llm_unavailable = str(error)
+                keep_what_stands(db, {episode_id: by_id[episode_id] for episode_id in revised}, report)
+            yield from chunk
+            continue
+        # The chunk before: its results are taken before this one is handed over.
+        earlier = _finished(db, extractor, waiting, report) if waiting is not None else []
+        waiting = (chunk, by_id, revised, submit(requests))
+        yield from earlier
+    if waiting is not None:
+        yield from _finished(db, extractor, waiting, report)
+
+
+def _finished(db: Database, extractor: Extractor, waiting: tuple[list[Episode], dict[str, Episode], set[str],
+              Callable[[], Iterable]], report: IngestReport) -> list[Episode]:
+    """A submitted chunk, its results taken into its episodes."""
+    chunk, by_id, revised, results = waiting
+    take_results(extractor, list(results()), dict(by_id), report)
+    keep_what_stands(db, {episode_id: by_id[episode_id] for episode_id in revised}, report)
+    return chunk
+
+
+def _requests_of(db: Database, builder: RequestBuilder,
+                 chunk: list[Episode]) -> tuple[dict[str, Episode], set[str], list[Request]]:
+    """(the chunk's episodes by id, the ids of stored ones read again with more text, the
+    requests of those to extract). Stored ones are not extracted again."""
+    by_id = store.longest_readings(chunk)
+    # Pending episodes are not "stored" yet: this run extracts them, as it does revised ones.
+    stored = store.active_ids(db, list(by_id), extracted=True)
+    revised = store.revised_ids(db, (by_id[episode_id] for episode_id in stored))
+    stored -= revised
+    stored |= api_batches.awaiting(db, list(by_id))  # their replies come from a batch: no second call
+    requests = []
+    for episode in by_id.values():
+        if episode.format == "facts" or episode.id in stored:
+            builder.read(episode.source, episode.content)
         else:
-            keep_what_stands(db, {episode_id: by_id[episode_id] for episode_id in revised}, report)
-        yield from chunk
+            requests.append(builder.request(episode.id, episode.content, episode.reference_time, episode.source,
+                                            episode.position))
+    return by_id, revised, requests
 

@@ -19,9 +19,7 @@ import marshal
 import os
 import shutil
 import signal
-import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal, NamedTuple, Required
@@ -31,6 +29,7 @@ from typing_extensions import TypedDict  # pydantic reads typing's own only from
 
 from memctl import times
 from memctl.errors import BadInput, MemctlError, StoreUnavailable
+from memctl.forking import forking_helps
 from memctl.model import Assertion, Episode, Evidence, InvalidAssertion, Precision, content_hash
 from memctl.redact import could_hold_secret, redact_into
 from memctl.sources import Head, IngestOptions, cut, fallback_reference_time, read_jsonl
@@ -225,19 +224,13 @@ def _middle(path: Path) -> int | None:
     """Where a big file's second half begins (the start of a line), if it is to be checked
     in another process: not on one core, nor where a fork could copy another thread's lock."""
     size = path.stat().st_size
-    if size < CHECK_IN_HALVES_BYTES or not _forking_helps():
+    if size < CHECK_IN_HALVES_BYTES or not forking_helps():
         return None
     with open(path, "rb") as handle:
         handle.seek(size // 2)
         handle.readline()
         middle = handle.tell()
     return middle if middle < size else None
-
-
-def _forking_helps() -> bool:
-    """Two cores or more, and no other thread, which a fork would copy mid-step (a lock it holds stays held)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores >= 2 and threading.active_count() == 1 and sys.platform == "linux"
 
 
 def _check_second_half(path: Path, options: IngestOptions, start: int, into: IO[bytes],
