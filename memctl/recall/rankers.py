@@ -77,7 +77,7 @@ class SessionText:
     def rank(self, db: Queryable, query: Query, window: Window, limit: int) -> Sequence[Key]:
         parts = query.parts()
         found = search.sessions_matching(db, parts, window, limit)
-        if len(found) < 2:  # one session tells nothing apart: its best turn is the turn ranker's best
+        if not found:  # fewer than two sessions tell nothing apart: the turn ranker's best is theirs
             return []
         # Each session's best turn by BM25, of the best turns of all; else the one that holds the most.
         turns = search.episodes_matching(db, parts, window, limit)
@@ -85,7 +85,7 @@ class SessionText:
         best_turns = {session_of[turn]: turn for turn in reversed(turns)}
         ranking = Weighted()
         for hit in found:
-            key = ("episode", best_turns.get(hit.session, hit.episodes[0]))
+            key = ("episode", best_turns.get(hit.session, hit.best))
             ranking.append(key)
             ranking.strength[key] = (hit.score / found[0].score) ** self.STRENGTH_POWER
         return ranking

@@ -162,12 +162,14 @@ SESSION = "(CASE WHEN e.session IS NULL THEN e.source ELSE e.source || '#' || e.
 class SessionMatch(NamedTuple):
     session: str
     score: float  # BM25 of the session; higher is better
-    episodes: list[str]  # its episodes in the window that hold the question's words, most of them first
+    best: str  # its episode in the window that holds the most of the question's words
 
 
 def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: int) -> list[SessionMatch]:
     """The sessions (``SESSION``: a session file, a conversation) whose turns match the FTS5
-    strings, by BM25 over whole sessions, best first, each with its best episodes.
+    strings, by BM25 over whole sessions, best first, each with its best episode; none
+    when fewer than two match, as one session tells nothing apart (and counting the
+    store's sessions for BM25 would cost more than the rest).
 
     A session's words are its turns' words, each term counted once per turn that holds
     it (a turn is the unit of a session's length too): the turn index answers that per
@@ -193,7 +195,7 @@ def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: in
                 f"""SELECT e.id, {SESSION} FROM ({search.matching("episodes_fts")}) t
                     CROSS JOIN episodes e ON e.text_id = t.rowid WHERE {condition}""", [search.query(part), *params]):
             holding.setdefault(session, {}).setdefault(part, set()).add(episode_id)
-    if not holding:
+    if len(holding) < 2:
         return []
     sizes = _session_sizes(db, list(holding))
     average = sizes.turns / max(sizes.sessions, 1)
@@ -203,12 +205,12 @@ def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: in
     for session, terms in holding.items():
         norm = K1 * (1 - B + B * sizes.turns_of.get(session, 1) / average)
         score = sum(idf[part] * len(ids) * (K1 + 1) / (len(ids) + norm) for part, ids in terms.items())
-        # Its turns that hold the most of the question (by the terms' weight), then the earliest id.
+        # Its turn that holds the most of the question (by the terms' weight), then the earliest id.
         weight: dict[str, float] = {}
         for part, ids in terms.items():
             for episode_id in ids:
                 weight[episode_id] = weight.get(episode_id, 0.0) + idf[part]
-        hits.append(SessionMatch(session, score, sorted(weight, key=lambda e: (-weight[e], e))))
+        hits.append(SessionMatch(session, score, min(weight, key=lambda e: (-weight[e], e))))
     hits.sort(key=lambda hit: (-hit.score, hit.session))
     return hits[:limit]
 
