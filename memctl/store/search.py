@@ -177,6 +177,8 @@ def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: in
     would have to rewrite. Only turns in the window count, so a session found only
     through a turn that was undone (or said after ``as_of``) gives nothing.
     """
+    if _one_session(db):  # every turn of the store is of one session (one facts file, say)
+        return []
     counts = {part: _count(db, "episodes_fts", part) for part in parts}
     counted: list[str] = []
     total = 0
@@ -213,6 +215,14 @@ def sessions_matching(db: Queryable, parts: list[str], window: Window, limit: in
         hits.append(SessionMatch(session, score, min(weight, key=lambda e: (-weight[e], e))))
     hits.sort(key=lambda hit: (-hit.score, hit.session))
     return hits[:limit]
+
+
+def _one_session(db: Queryable) -> bool:
+    """Whether the store's episodes are of one session at most: read off both ends of the
+    sessions' index, where reading the matching turns of a big one cost 25 ms."""
+    first, last = db.execute(f"""SELECT (SELECT {SESSION} FROM episodes e ORDER BY {SESSION} LIMIT 1),
+                                        (SELECT {SESSION} FROM episodes e ORDER BY {SESSION} DESC LIMIT 1)""").fetchone()
+    return first == last
 
 
 def said_before(db: Queryable, episode_ids: list[str], at: str) -> set[str]:
