@@ -14,7 +14,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -315,22 +315,23 @@ def _ingest_preview(paths: list[Path], options, choice: str, model: Optional[str
     from memctl.ingest import preview
 
     estimate = more = None
-    if choice == "llm" or (choice == "auto" and llm_configured()):
-        from memctl.extract.cost import Estimator
+    with ExitStack() as opened:
+        if choice == "llm" or (choice == "auto" and llm_configured()):
+            from memctl.extract.cost import Estimator
 
-        try:
-            db = _memory().db  # what is stored and extracted needs no call; what is cached costs none
-        except NotFound:
-            db = None  # no memory yet: every episode needs its call
-        estimator = Estimator(db, model or os.environ.get("MEMCTL_MODEL") or None, price_in=price_in,
-                              price_out=price_out, batch=batch)
-        estimate = estimator.estimate
+            try:  # what is stored and extracted needs no call, and what is cached costs none: read, not written
+                db = opened.enter_context(_memory().connections.reading())
+            except NotFound:
+                db = None  # no memory yet: every episode needs its call
+            estimator = Estimator(db, model or os.environ.get("MEMCTL_MODEL") or None, price_in=price_in,
+                                  price_out=price_out, batch=batch)
+            estimate = estimator.estimate
 
-        def more(episode) -> dict:
-            tokens = estimator.add(episode)
-            return {"needs_call": tokens is not None, "input_tokens": tokens or 0}
+            def more(episode) -> dict:
+                tokens = estimator.add(episode)
+                return {"needs_call": tokens is not None, "input_tokens": tokens or 0}
 
-    rows = list(preview(paths, options, more))
+        rows = list(preview(paths, options, more))
     if estimate is not None:
         estimate.finish()
     if as_json:

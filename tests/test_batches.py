@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.conftest import made_nothing, open_store
+from tests.conftest import made_nothing, open_store, stored_text
 from tests.fake_llm import FakeOpenAIServer, chat_file, point_at
 
 CHAT = [
@@ -269,9 +269,11 @@ def test_the_dry_run_estimates_what_the_batch_sends_and_what_it_costs(cli, db_pa
                   for f in server.batch_api.files.values() if f["purpose"] == "batch"
                   for line in f["content"].splitlines())
     assert abs(estimate["input_tokens"] - counted) / counted < 0.10
-    # Stored and extracted now: a second dry run asks for no call, and its replies' length is the store's own.
+    # Stored and extracted now: a second dry run asks for no call, and reads the store without writing to it.
+    before = stored_text(db_path)
     again = [__import__("json").loads(line) for line in cli("ingest", chat, "--dry-run", *MODEL, "--extractor", "llm",
                                                              "--json").out.splitlines()]
+    assert stored_text(db_path) == before
     assert [row["needs_call"] for row in again[:-1]] == [False] * len(rows) and again[-1]["estimate"]["calls"] == 0
 
 

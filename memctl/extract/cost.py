@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memctl.errors import BadInput
 from memctl.reports import Record, record
@@ -149,15 +149,15 @@ class Estimator:
     """An ingest's estimate, episode by episode as a dry run reads them, in the order the
     real run would extract them (each episode's context is the ones read before it)."""
 
-    def __init__(self, db: Database | None, model: str | None, *, price_in: float | None = None,
+    def __init__(self, db: Queryable | None, model: str | None, *, price_in: float | None = None,
                  price_out: float | None = None, batch: bool = False):
         from memctl.extract.stage import RequestBuilder
         from memctl.store.cache import ResponseCache
 
-        self.db = db
+        self.db = cast("Database | None", db)  # only read from: a dry run writes nothing
         self.model = model
-        self.builder = RequestBuilder(db, in_order=True)
-        self.cache = ResponseCache(db, lambda: "") if db is not None and model else None
+        self.builder = RequestBuilder(self.db, in_order=True)
+        self.cache = ResponseCache(self.db, lambda: "") if self.db is not None and model else None
         self.estimate = Estimate.start(model, db=db, price_in=price_in, price_out=price_out, batch=batch)
         self.keys: set[str] = set()
 
