@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from memctl import times
 from memctl.extract.guard import guard, guard_fields, stated_dates
 from memctl.model import Assertion
+from tests.conftest import REALDATA, needs_realdata
 
 EXTRACTED = "2026-11-21T15:42:10.123456Z"  # the extraction ran today
 TODAY_MIDNIGHT = "2026-11-21T00:00:00.000000Z"
@@ -252,3 +253,43 @@ def test_a_span_with_two_dates_gives_each_invented_date_the_one_left(start, end)
     assert (fields["valid_at"], fields["valid_at_precision"], fields["invalid_at"], fields["invalid_at_precision"]) == (
         Y2019, "year", Y2021, "year")
     Assertion(**fields)
+
+
+# Words and pieces the date phrases are made of, and others, for texts that may or may not state a date.
+_PIECES = ["in", "March", "march", "may", "May", "2022", "Q3", "last", "week", "3", "days", "ago", "today", "this",
+           "morning", "yesterday", "tomorrow", "20th", "of", "June", "2024-06-20", "we", "moved", "billing", "to",
+           "Postgres", "early", "mid-", "April", ",", ".", "two", "months", "year", "tonight", "Sept", "sep"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=12), st.integers(0, 3000))
+def test_the_cheap_filter_in_front_of_stated_dates_loses_nothing(words, reference_day):
+    """A text the filter passes over (no digit, relative word or month name) states no date
+    that the full reading would find."""
+    import re
+
+    from memctl.extract import guard as guard_module
+
+    text = " ".join(words)
+    reference = times.to_storage(datetime(2024, 1, 1, 12, tzinfo=UTC) + timedelta(days=reference_day))
+    filtered = stated_dates(text, reference)
+    saved = guard_module._COULD_STATE
+    guard_module._COULD_STATE = re.compile("")  # matches every text
+    try:
+        assert stated_dates(text, reference) == filtered
+    finally:
+        guard_module._COULD_STATE = saved
+
+
+@needs_realdata
+def test_the_cheap_filter_loses_no_date_of_the_real_logs(monkeypatch):
+    import re
+
+    from memctl.extract import guard as guard_module
+    from memctl.model import Episode
+    from memctl.sources import IngestOptions, parse
+
+    texts = [(item.content, item.reference_time) for path in sorted(REALDATA.rglob("*.jsonl"))
+             for item in parse(path, IngestOptions()) if isinstance(item, Episode)]
+    filtered = [stated_dates(*text) for text in texts]
+    monkeypatch.setattr(guard_module, "_COULD_STATE", re.compile(""))
+    assert [stated_dates(*text) for text in texts] == filtered and any(filtered)

@@ -65,6 +65,13 @@ def _blank(text: str, *patterns: re.Pattern[str]) -> str:
     return text
 
 
+# What every date phrase ``stated_dates`` reads holds: a digit (a day, a year, a quarter,
+# "3 days ago"), a word of a relative one, or a month's name ("in March"). A text with
+# none of them states no date, which is most of them: a repair reads 100k episodes.
+_COULD_STATE = re.compile(r"\d|ago|last|today|tonight|morning|yesterday|tomorrow|"
+                          + "|".join(dates.MONTH_NAMES), re.IGNORECASE)
+
+
 def stated_dates(text: str, reference_time: str) -> dict[str, Stated]:
     """Every date the text names, by the day it starts (``YYYY-MM-DD``), resolved against
     its reference time; a day named more than one way keeps the finest.
@@ -73,6 +80,8 @@ def stated_dates(text: str, reference_time: str) -> dict[str, Stated]:
     reference's year even when it is after the reference time (a plan), and "in October"
     the next October from the reference's month.
     """
+    if not _COULD_STATE.search(text):
+        return {}
     reference = times.from_storage(reference_time)
     found: dict[str, Stated] = {}
 
