@@ -256,7 +256,7 @@ class Memory:
         llm = _batch_extractor(extractor)
         collected = self._collect_first(extractor)
         with self.connections.writing() as db:
-            episode_ids, awaiting = extractable(db, targets, failed=failed)
+            episode_ids, _, awaiting = extractable(db, targets, failed=failed)
             submitted = self._submit(db, llm, episode_ids, price_in, price_out)
             submitted.awaiting += awaiting
         submitted.collected = collected

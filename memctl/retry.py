@@ -39,25 +39,27 @@ class Retried:
     extraction_error: str | None = None
 
 
-def extractable(db: Database, targets: list[str], *, failed: bool) -> tuple[list[str], int]:
-    """(episodes a retry takes, how many were left out as awaiting a batch): those named,
-    or with ``failed`` every failed or pending one but those whose reply an open batch
-    will bring (no model is asked twice). One that came with its assertions is refused."""
+def extractable(db: Database, targets: list[str], *,
+                failed: bool) -> tuple[list[str], list[store.StoredText], int]:
+    """(episodes a retry takes, the active ones' stored texts, how many were left out as
+    awaiting a batch): those named, or with ``failed`` every failed or pending one but
+    those whose reply an open batch will bring (no model is asked twice). One that came
+    with its assertions is refused."""
     ids = store.unextracted_ids(db) if failed else resolve_targets(db, targets)
     awaiting = api_batches.awaiting(db, ids) if failed else set()
     ids = [episode_id for episode_id in ids if episode_id not in awaiting]
-    structured = [episode.id for episode in store.stored_texts(db, ids) if episode.extraction == "structured"]
+    stored = store.stored_texts(db, ids)
+    structured = [episode.id for episode in stored if episode.extraction == "structured"]
     if structured:
         raise NothingToExtract(structured[0])
-    return ids, len(awaiting)
+    return ids, stored, len(awaiting)
 
 
 def retry(db: Database, clock: Clock, targets: list[str], extractor: Extractor, *, failed: bool = False,
           dry_run: bool = False) -> RetryResult:
     """Re-extract episodes (named, or with ``failed`` every failed or pending one); with
     ``dry_run``, show what the swap would change and roll it back."""
-    ids, awaiting = extractable(db, targets, failed=failed)
-    stored = store.stored_texts(db, ids)
+    ids, stored, awaiting = extractable(db, targets, failed=failed)
     report = IngestReport(extractor=extractor.name)
     retried = {episode.id: Retried(episode.id, episode.reference_time) for episode in stored}
     builder = RequestBuilder(db, in_order=False, with_context=reads_context(extractor))

@@ -398,3 +398,36 @@ def test_an_episode_whose_reply_is_cached_is_extracted_at_once_not_sent(cli, db_
     assert sent["batch"]["cached"] == len(CHAT) and sent["batch"]["batches"] == []
     assert sent["batch"]["extracted"]["applied"] and server.calls == len(CHAT)
     assert _states(db_path) == [("done", 2 * len(CHAT))] and server.batch_api.requests == {}
+
+
+def test_a_model_that_repeats_its_mistake_in_the_correction_batch_has_it_dropped_and_said(cli, db_path, monkeypatch,
+                                                                                          tmp_path):
+    """As live: after its one correction, what is still wrong is left out, named in the
+    episode, and the rest is stored; the episode is done, not sent a third time."""
+    class Repeats(FakeOpenAIServer):
+        def model_reply(self, model: str, user: str, **how) -> str:
+            return super().model_reply(model, user)  # told what is wrong, it answers the same
+
+    dated = [turn for turn in CHAT if "since" in turn[1]]
+    with Repeats(datetime.now(UTC)) as server:
+        point_at(monkeypatch, server)
+        assert cli("ingest", _chat(tmp_path), "--batch", "--model", "fake-sloppy").code == 0
+        server.batch_api.finish()
+        assert cli("batches", "collect", "--json").json()["corrections_sent"] == len(dated)
+        server.batch_api.finish()
+        done = cli("batches", "collect", "--json")
+        assert done.code == 0, done.err
+        assert len(server.batch_api.batches) == 2  # the extraction's and the correction's, no third
+    assert _states(db_path) == [("done", len(CHAT))]
+    with open_store(db_path) as conn:
+        errors = [row[0] for row in conn.execute("SELECT extraction_error FROM episodes").fetchall()]
+        assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == len(CHAT) - len(dated)
+    assert sum("dropped" in (error or "") and "valid_at_evidence" in error for error in errors) == len(dated)
+
+
+def test_an_empty_file_sent_as_a_batch_sends_nothing(cli, server, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    sent = cli("ingest", empty, "--batch", *MODEL, "--json")
+    assert sent.code == 0, sent.err
+    assert sent.json()["batch"]["batches"] == [] and server.batch_api.requests == {}
