@@ -431,3 +431,31 @@ def test_an_empty_file_sent_as_a_batch_sends_nothing(cli, server, tmp_path):
     sent = cli("ingest", empty, "--batch", *MODEL, "--json")
     assert sent.code == 0, sent.err
     assert sent.json()["batch"]["batches"] == [] and server.batch_api.requests == {}
+
+
+def test_requests_past_the_apis_limits_go_in_several_batches(memory, server, tmp_path):
+    from memctl import batch
+    from memctl.extract import build_extractor
+    from memctl.sources import IngestOptions
+    from memctl.store.cache import ResponseCache
+
+    def llm():
+        return build_extractor("llm", clock=memory.clock, cache=ResponseCache(memory.db, memory.now),
+                               model="fake-normal")
+
+    memory.ingest([_chat(tmp_path)], IngestOptions())  # stored pending
+    ids = [episode.id for episode in memory.episodes()]
+    by_count = batch.submit(memory.db, memory.clock, llm(), ids[:3], limits=batch.Limits(requests=2))
+    assert by_count.requests == 3 and len(by_count.batches) == 2
+    # A file as big as one line: each request in a batch of its own; the three out are not sent again.
+    by_size = batch.submit(memory.db, memory.clock, llm(), ids, limits=batch.Limits(file_bytes=1))
+    assert (by_size.requests, len(by_size.batches), by_size.awaiting) == (1, 1, 3)
+    more = tmp_path / "more"
+    more.mkdir()
+    memory.ingest([_chat(more, [(when.replace("2024", "2025"), text) for when, text in CHAT])], IngestOptions())
+    others = [episode.id for episode in memory.episodes() if episode.id not in ids]
+    assert len(batch.submit(memory.db, memory.clock, llm(), others, limits=batch.Limits(file_bytes=1)).batches) == 4
+    for batch_id in list(server.batch_api.batches):
+        server.batch_api.finish(batch_id)
+    assert memory.collect_batches(llm()).answered == 2 * len(CHAT)
+    assert memory.stats().episodes_awaiting_extraction == 0
