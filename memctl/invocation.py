@@ -81,18 +81,65 @@ JSON_PIECES_PER_WRITE = 8192
 
 
 def print_json(data) -> None:
-    """``data``: a result record, or a list of them."""
-    import json
+    """``data``: a result record, or a list of them, written as ``json.dumps(..., indent=2)``
+    would write it, but as it is encoded: an undo of a whole ingest lists its 780k changes,
+    which its plan reads from a scratch database (``effects.FactChanges``) rather than
+    holds, and neither they nor the text of them are ever held whole here."""
     from itertools import islice
 
-    if isinstance(data, list):
-        data = [item.to_json() for item in data]
-    elif not isinstance(data, dict):
-        data = data.to_json()
-    # Written as it is encoded, a few thousand pieces at a time: an undo of a whole ingest
-    # lists its 780k changes, and the text of them at once would double what the process
-    # holds, while a write per piece (json.dump) costs three times the encoding.
-    pieces = json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(data)
-    while part := list(islice(pieces, JSON_PIECES_PER_WRITE)):
-        sys.stdout.write("".join(part))
+    from memctl.reports import STREAMING_JSON
+
+    streaming = STREAMING_JSON.set(True)
+    try:
+        if isinstance(data, list):
+            data = [item.to_json() for item in data]
+        elif not isinstance(data, dict):
+            data = data.to_json()
+        pieces = _encoded(data, "\n")
+        while part := list(islice(pieces, JSON_PIECES_PER_WRITE)):
+            sys.stdout.write("".join(part))
+    finally:
+        STREAMING_JSON.reset(streaming)
     sys.stdout.write("\n")
+
+
+def _encoded(value, newline: str, encoder=None):
+    """``value``'s JSON, indented two spaces a level, in pieces: a sequence left as it is
+    (``reports.STREAMING_JSON``) one item at a time, and the dicts that hold one key by
+    key; the rest whole."""
+    import json
+
+    from memctl.results import as_json
+
+    encoder = encoder or json.JSONEncoder(indent=2, ensure_ascii=False, default=_listed)
+    inner = newline + "  "
+    if isinstance(value, dict) and _holds_streamed(value):
+        yield "{"
+        for position, (key, item) in enumerate(value.items()):
+            yield f"{',' if position else ''}{inner}{encoder.encode(str(key))}: "
+            yield from _encoded(item, inner, encoder)
+        yield newline + "}"
+    elif _streamed(value) and len(value):
+        yield "["
+        for position, item in enumerate(value):
+            yield f"{',' if position else ''}{inner}{encoder.encode(as_json(item)).replace(chr(10), inner)}"
+        yield newline + "]"
+    else:
+        yield encoder.encode(value).replace("\n", newline)
+
+
+def _streamed(value) -> bool:
+    from collections.abc import Sequence
+
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes | list | tuple)
+
+
+def _holds_streamed(value: dict) -> bool:
+    return any(_streamed(item) or isinstance(item, dict) and _holds_streamed(item) for item in value.values())
+
+
+def _listed(value) -> list:
+    """A sequence left as it is inside a list (streamed only as a dict's value): whole."""
+    from memctl.results import as_json
+
+    return [as_json(item) for item in value]

@@ -6,6 +6,8 @@ what reads return are the immutable records of ``memctl.results``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, dataclass_transform
@@ -15,6 +17,10 @@ from memctl.results import StoredAssertion, as_json
 if TYPE_CHECKING:
     from memctl.model import Episode
     from memctl.sources import Skipped
+
+# Set while ``memctl --json`` writes a result: a long list in it (a plan's changes) is then
+# left as it is by to_json(), and written as it is read (``invocation.print_json``).
+STREAMING_JSON: ContextVar[bool] = ContextVar("streaming_json", default=False)
 
 
 class Record:
@@ -84,12 +90,13 @@ class FactChange(Record):
 
 @record
 class Effects(Record):
-    """What a change does to the current facts of the slots it touches."""
+    """What a change does to the current facts of the slots it touches: in a plan made by
+    ``memctl.effects``, each kind is read from the plan's scratch database as it is read."""
 
-    removed: list[FactChange] = field(default_factory=list)
-    reopened: list[FactChange] = field(default_factory=list)
-    changed: list[FactChange] = field(default_factory=list)
-    added: list[FactChange] = field(default_factory=list)
+    removed: Sequence[FactChange] = field(default_factory=list)
+    reopened: Sequence[FactChange] = field(default_factory=list)
+    changed: Sequence[FactChange] = field(default_factory=list)
+    added: Sequence[FactChange] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {name: len(getattr(self, name)) for name in EFFECTS}

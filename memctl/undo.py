@@ -23,6 +23,7 @@ from memctl.long_operation import LongOperation
 from memctl.reports import UndoKind, UndoPlan
 from memctl.store import Queryable, next_batch_size, reads, underived
 from memctl.store import operations as journal
+from memctl.store.changed import ChangedVersions
 from memctl.store.connection import (
     Clock,
     checkpoint,
@@ -44,7 +45,7 @@ from memctl.store.episodes import (
     revert_revisions,
     revert_undo,
 )
-from memctl.store.facts import OperationChanges, SlotChanges
+from memctl.store.facts import SlotChanges
 
 if TYPE_CHECKING:
     from memctl.store import Database
@@ -157,7 +158,8 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
     journal: running until its last batch, else interrupted. Undoing it puts back the
     episodes its batches took out, and its effects are what all of them did together.
     """
-    changes = OperationChanges()
+    # On disk past its cache, but never a purge's: its facts may hold what it erases.
+    changes = ChangedVersions(on_disk=not plan.purge)
     operation = LongOperation(db, clock, changes.absorb, preview=command is None)
     # Read before the write lock: a whole ingest's 333k episodes take seconds to look up,
     # which the first batch would hold the lock for. Read again under the lock only if

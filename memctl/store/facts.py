@@ -16,12 +16,11 @@ batch therefore costs each batch what it adds, not the slot's whole history.
 
 from __future__ import annotations
 
-import sys
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from memctl.resolve import ResolvedFact, SlotAssertion, Sweep, resolve_slot, slot_cardinality
 from memctl.store import Slot, dialect, in_chunks, summaries, underived
@@ -29,6 +28,8 @@ from memctl.store.episode_index import index_facts
 from memctl.store.reads import entity_names
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from memctl.store import Database
 
 Value = tuple[int, str, int]  # (subject_id, predicate_key, object_id)
@@ -49,51 +50,6 @@ class SlotChanges:
 
     expired: list[dict] = field(default_factory=list)
     inserted: list[dict] = field(default_factory=list)
-
-
-class FactVersion(NamedTuple):
-    """What a plan reads of a fact version (``undo.effects``). A tuple, with the words that
-    repeat from version to version shared rather than copied: an undo of a whole
-    334k-episode ingest holds 1.3M of them, 1.2 GB as the rows were read."""
-
-    id: int
-    subject_id: int
-    predicate: str
-    predicate_key: str
-    object_id: int
-    fact: str
-    cardinality: str
-    valid_at: str
-    invalid_at: str | None
-    end_reason: str | None
-
-    @classmethod
-    def of(cls, row: dict) -> FactVersion:
-        end_reason = row["end_reason"]
-        return cls(row["id"], row["subject_id"], sys.intern(row["predicate"]), sys.intern(row["predicate_key"]),
-                   row["object_id"], row["fact"], sys.intern(row["cardinality"]), row["valid_at"], row["invalid_at"],
-                   None if end_reason is None else sys.intern(end_reason))
-
-    def same_fact(self, other: FactVersion) -> bool:
-        """The same fact, as ``fact_shape`` compares them."""
-        return fact_shape(self._asdict()) == fact_shape(other._asdict())
-
-
-@dataclass
-class OperationChanges:
-    """What the recomputations of one operation (a batch each) did to fact versions together."""
-
-    expired: list[FactVersion] = field(default_factory=list)
-    inserted: list[FactVersion] = field(default_factory=list)
-
-    def absorb(self, later: SlotChanges) -> OperationChanges:
-        """Add the operation's next recomputation: a version an earlier batch inserted and
-        a later one expired was never there for anyone outside the operation."""
-        gone = {row["id"] for row in later.expired}
-        ours = {version.id for version in self.inserted}
-        self.inserted = [v for v in self.inserted if v.id not in gone] + [FactVersion.of(r) for r in later.inserted]
-        self.expired += [FactVersion.of(row) for row in later.expired if row["id"] not in ours]
-        return self
 
 
 @dataclass
@@ -179,7 +135,7 @@ def _fact_rows(cursor) -> list[tuple[int, dict]]:
     return [(n, dict(zip(columns, row))) for n, *row in cursor]
 
 
-def fact_shape(fact: dict) -> tuple:
+def fact_shape(fact: Mapping[str, Any] | sqlite3.Row) -> tuple:
     """What makes two versions the same fact; provenance is kept in sync separately."""
     return (
         fact["object_id"], fact["valid_at"], fact["invalid_at"], fact["end_reason"],

@@ -1,0 +1,107 @@
+"""What one operation did to fact versions, and the plan made of it, kept in a scratch
+SQLite database of its own rather than as Python objects.
+
+An undo of a whole 334k-episode ingest expires 780k fact versions; held as tuples, and
+then as the plan's changes and their JSON, they took the process to 860 MB. Here they
+take the scratch database's page cache (``SCRATCH_CACHE_KIB``); the rest waits in a
+temporary file that SQLite deletes when the last reference to it goes. A change that
+must not reach the disk (a purge's: its facts may hold what is being erased) keeps the
+scratch database in memory (``on_disk=False``), as does a small change, which never
+outgrows the cache anyway.
+
+This is not the store: nothing here is shared, journaled or kept past the plan that
+reads it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from itertools import groupby
+from typing import TYPE_CHECKING
+
+from memctl.store import in_chunks
+
+if TYPE_CHECKING:
+    from memctl.store.facts import SlotChanges
+
+# What a plan reads of a fact version.
+VERSION_COLUMNS = ("id", "subject_id", "predicate", "predicate_key", "object_id", "fact", "cardinality",
+                   "valid_at", "invalid_at", "end_reason")
+# What it says of each change (reports.FactChange's fields, in order).
+CHANGE_COLUMNS = ("fact", "subject", "predicate", "object", "valid_at", "invalid_at", "compared", "invalid_at_before")
+KINDS = ("removed", "reopened", "changed", "added")
+SCRATCH_CACHE_KIB = 16384  # 16 MB of pages; past it, the scratch database spills to its file
+_KEY = "subject_id, predicate_key, object_id, valid_at"  # one fact version's place: slot, value, start
+
+
+class ChangedVersions:
+    """The fact versions one operation expired and inserted, across its batches.
+
+    ``absorb`` adds each batch's recomputation; ``pairs`` then reads them by place, the
+    version that was there before beside the one there now; ``describe`` keeps the plan's
+    changes, which ``changes`` reads back a page at a time.
+    """
+
+    def __init__(self, *, on_disk: bool) -> None:
+        # "": a private temporary database that lives in its page cache until it outgrows it
+        self.conn = sqlite3.connect("" if on_disk else ":memory:", isolation_level=None, check_same_thread=False)
+        self.conn.execute(f"PRAGMA cache_size = -{SCRATCH_CACHE_KIB}")
+        self.conn.execute("PRAGMA journal_mode = OFF")  # scratch: nothing to roll back to
+        columns = ", ".join(f"{name}{' INTEGER PRIMARY KEY' if name == 'id' else ''}" for name in VERSION_COLUMNS)
+        for table in ("expired", "inserted"):
+            self.conn.execute(f"CREATE TABLE {table} ({columns})")
+        for kind in KINDS:
+            self.conn.execute(f"CREATE TABLE {kind} ({', '.join(CHANGE_COLUMNS)})")
+        self._counts = dict.fromkeys(KINDS, 0)
+
+    def absorb(self, later: SlotChanges) -> ChangedVersions:
+        """Add the operation's next recomputation: a version an earlier batch inserted and
+        a later one expired was never there for anyone outside the operation."""
+        expired_ids = [row["id"] for row in later.expired]
+        ours: set[int] = set()
+        for chunk, marks in in_chunks(expired_ids):
+            ours.update(id_ for (id_,) in self.conn.execute(f"SELECT id FROM inserted WHERE id IN ({marks})", chunk))
+        for chunk, marks in in_chunks(sorted(ours)):
+            self.conn.execute(f"DELETE FROM inserted WHERE id IN ({marks})", chunk)
+        self._add("expired", (row for row in later.expired if row["id"] not in ours))
+        self._add("inserted", later.inserted)
+        return self
+
+    def _add(self, table: str, rows) -> None:
+        marks = ", ".join("?" * len(VERSION_COLUMNS))
+        # OR REPLACE: a version that comes twice is one change, its later reading kept
+        self.conn.executemany(f"INSERT OR REPLACE INTO {table} VALUES ({marks})",
+                              ([row[name] for name in VERSION_COLUMNS] for row in rows))
+
+    def pairs(self) -> Iterator[tuple[sqlite3.Row | None, sqlite3.Row | None]]:
+        """(before, now) for each place a version was expired or inserted at, in the order of
+        their places: before is None for a fact that appears, now for one that goes. Of two
+        versions at one place, the later one (by id) counts, as it would in a dict."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = sqlite3.Row
+        rows = cursor.execute(f"SELECT 0 AS now, * FROM expired UNION ALL SELECT 1 AS now, * FROM inserted "
+                              f"ORDER BY {_KEY}, now, id")
+        for _, versions in groupby(rows, key=lambda row: (row["subject_id"], row["predicate_key"], row["object_id"],
+                                                          row["valid_at"])):
+            before = now = None
+            for version in versions:
+                if version["now"]:
+                    now = version
+                else:
+                    before = version
+            yield before, now
+
+    def describe(self, kind: str, changes: list[tuple]) -> None:
+        """Keep changes of one kind (``CHANGE_COLUMNS`` each) for the plan, after those kept before."""
+        self.conn.executemany(f"INSERT INTO {kind} VALUES ({', '.join('?' * len(CHANGE_COLUMNS))})", changes)
+        self._counts[kind] += len(changes)
+
+    def count(self, kind: str) -> int:
+        return self._counts[kind]
+
+    def changes(self, kind: str, start: int, stop: int) -> list[tuple]:
+        """The changes of ``kind`` from ``start`` to ``stop`` (0-based, ``stop`` excluded), in
+        the order they were kept."""
+        return self.conn.execute(f"SELECT {', '.join(CHANGE_COLUMNS)} FROM {kind} WHERE rowid > ? AND rowid <= ? "
+                                 "ORDER BY rowid", (start, stop)).fetchall()
