@@ -27,8 +27,13 @@ class Answer(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
+_SCALARS = frozenset({str, int, float, bool})
+
+
 def as_json(value: Any) -> Any:
     """``value`` with every record in it (in lists and dicts too) as its JSON."""
+    if value is None or value.__class__ in _SCALARS:  # most values: asked first, as it costs least
+        return value
     if hasattr(value, "to_json"):
         return value.to_json()
     if isinstance(value, list | tuple):

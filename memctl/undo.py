@@ -178,14 +178,8 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
                 more, episodes = revert_revisions(db, operation_id, at)
                 touched.update(more)
                 plan.revisions_reverted += episodes
-            reverted = set(plan.revisions_reverted)
-            plan.episodes = episode_ids if plan.purge else [e for e in episode_ids
-                                                            if states[e][0] == "active" and e not in reverted]
-            chosen = set(plan.episodes)
-            plan.already_undone = [e for e in episode_ids if e not in chosen and e not in reverted]
-            # Latest first: each batch then takes the ends of timelines off, where a slot's
-            # facts end rather than split and rejoin, and the next batch finds less to redo.
-            ordered = sorted(plan.episodes, key=lambda e: (states[e][1], e), reverse=True)
+            ordered = _latest_first(plan, episode_ids, states)
+            del states  # a whole ingest's are 90 MB, not needed past here
             # A purge erases fact versions: it needs them exact at once. A preview owes as the
             # undo it shows would: it then costs what that does.
             if command is None or plan.episodes or plan.revisions_reverted:
@@ -214,6 +208,19 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
             journal.save_counts(db, entry)
             journal.finish(db, entry.id, "done", transaction_time(db, clock))
         plan.applied, plan.operation_id = True, entry.id
+
+
+def _latest_first(plan: UndoPlan, episode_ids: list[str], states: dict[str, tuple[str, str]]) -> list[str]:
+    """The plan's episodes (those still active, all of them for a purge) and those already
+    undone; the episodes to take out, latest first: each batch then takes the ends of
+    timelines off, where a slot's facts end rather than split and rejoin, and the next
+    batch finds less to redo."""
+    reverted = set(plan.revisions_reverted)
+    plan.episodes = episode_ids if plan.purge else [e for e in episode_ids
+                                                    if states[e][0] == "active" and e not in reverted]
+    chosen = set(plan.episodes)
+    plan.already_undone = [e for e in episode_ids if e not in chosen and e not in reverted]
+    return sorted(plan.episodes, key=lambda e: (states[e][1], e), reverse=True)
 
 
 def _undo_batch(db: Database, at: str, episode_ids: list[str], touched: Touched, purge: bool,

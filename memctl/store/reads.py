@@ -184,8 +184,7 @@ def ids_with_prefix(db: Queryable, table: str, prefix: str) -> list[str]:
 
 
 def episode_ids_of_operation(db: Queryable, operation_id: str) -> list[str]:
-    return [row[0] for row in db.execute(
-        "SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", [operation_id]).fetchall()]
+    return [row[0] for row in db.execute("SELECT id FROM episodes WHERE operation_id = ? ORDER BY id", [operation_id])]
 
 
 def episode_ids_of_source(db: Queryable, source: str) -> list[str]:
