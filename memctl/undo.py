@@ -25,7 +25,9 @@ from memctl.store import Queryable, next_batch_size, reads, underived
 from memctl.store import operations as journal
 from memctl.store.changed import ChangedVersions
 from memctl.store.connection import (
+    UNDO_CACHE_KIB,
     Clock,
+    cache_of,
     checkpoint,
     data_version,
     database_file,
@@ -37,6 +39,7 @@ from memctl.store.connection import (
 from memctl.store.episodes import (
     Touched,
     expire_episodes,
+    latest_first,
     purge_episodes,
     recompute,
     rename,
@@ -45,7 +48,6 @@ from memctl.store.episodes import (
     revert_revisions,
     revert_undo,
 )
-from memctl.store.facts import SlotChanges
 
 if TYPE_CHECKING:
     from memctl.store import Database
@@ -128,17 +130,19 @@ def undo(db: Database, clock: Clock, targets: list[str], *, source: Path | None 
         operation = _operation(db, targets[0])
         if operation is not None and operation[1] in UNDOABLE_OPERATIONS:
             return _undo_operation(db, clock, operation[0], cast(UndoKind, operation[1]), apply=apply)
-    episode_ids = resolve_targets(db, targets, source)
     plan = UndoPlan(kind="episodes", purge=purge)
-    if not apply:
-        # Done, read and rolled back, in one transaction; a long one on a copy of the file,
-        # so that other writers need not wait for the preview (the copy takes no lock).
-        on_a_copy = len(episode_ids) > PREVIEW_ON_A_COPY and database_file(db) is not None
-        with snapshot(db) if on_a_copy else nullcontext(db) as previewed, tentative(previewed):
-            _undo_episodes(previewed, clock, plan, targets, episode_ids, None)
-        return plan
-    command = {"targets": targets, "source": str(source) if source else None, "purge": purge}
-    _undo_episodes(db, clock, plan, targets, episode_ids, command)
+    with cache_of(db, UNDO_CACHE_KIB):
+        episode_ids = resolve_targets(db, targets, source)
+        if not apply:
+            # Done, read and rolled back, in one transaction; a long one on a copy of the file,
+            # so that other writers need not wait for the preview (the copy takes no lock).
+            on_a_copy = len(episode_ids) > PREVIEW_ON_A_COPY and database_file(db) is not None
+            with snapshot(db) if on_a_copy else nullcontext(db) as previewed, tentative(previewed), \
+                    cache_of(previewed, UNDO_CACHE_KIB):
+                _undo_episodes(previewed, clock, plan, targets, episode_ids, None)
+            return plan
+        command = {"targets": targets, "source": str(source) if source else None, "purge": purge}
+        _undo_episodes(db, clock, plan, targets, episode_ids, command)
     if plan.applied and purge and not checkpoint(db):
         plan.unerased = UNERASED
     return plan
@@ -165,11 +169,11 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
     # which the first batch would hold the lock for. Read again under the lock only if
     # another connection committed in between.
     seen = data_version(db)
-    states = reads.episode_states(db, episode_ids)
+    found = latest_first(db, episode_ids)
     with operation.running():
         with operation.batch() as at:
             if data_version(db) != seen:
-                states = reads.episode_states(db, episode_ids)
+                found = latest_first(db, episode_ids)
             touched = Touched()
             # The ingest operations named: undoing one also gives back the readings it
             # replaced (its revised episodes); a purge erases those with the rest.
@@ -178,8 +182,7 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
                 more, episodes = revert_revisions(db, operation_id, at)
                 touched.update(more)
                 plan.revisions_reverted += episodes
-            ordered = _latest_first(plan, episode_ids, states)
-            del states  # a whole ingest's are 90 MB, not needed past here
+            ordered = _chosen(plan, episode_ids, *found)
             # A purge erases fact versions: it needs them exact at once. A preview owes as the
             # undo it shows would: it then costs what that does.
             if command is None or plan.episodes or plan.revisions_reverted:
@@ -189,14 +192,14 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
                 if operation.owed is not None:
                     operation.owed.taking_out(db, plan.episodes)
             size, began = UNDO_FIRST_BATCH, time.monotonic()
-            changes.absorb(_undo_batch(db, at, ordered[:size], touched, plan.purge, operation.entry))
+            _undo_batch(db, at, ordered[:size], touched, plan.purge, operation.entry, changes)
         start = size
         while start < len(ordered):
             size = next_batch_size(size, time.monotonic() - began, UNDO_BATCH_SECONDS, least=100, most=UNDO_MAX_BATCH)
             with operation.batch() as at:
                 began = time.monotonic()
-                changes.absorb(_undo_batch(db, at, ordered[start:start + size], Touched(), plan.purge,
-                                           operation.entry, operation.owed))
+                _undo_batch(db, at, ordered[start:start + size], Touched(), plan.purge, operation.entry, changes,
+                            operation.owed)
             start += size
             operation.derive_if_due()
     plan.effects = effects(db, changes)
@@ -210,38 +213,40 @@ def _undo_episodes(db: Database, clock: Clock, plan: UndoPlan, targets: list[str
         plan.applied, plan.operation_id = True, entry.id
 
 
-def _latest_first(plan: UndoPlan, episode_ids: list[str], states: dict[str, tuple[str, str]]) -> list[str]:
+def _chosen(plan: UndoPlan, episode_ids: list[str], ordered: list[str], inactive: dict[str, str]) -> list[str]:
     """The plan's episodes (those still active, all of them for a purge) and those already
     undone; the episodes to take out, latest first: each batch then takes the ends of
     timelines off, where a slot's facts end rather than split and rejoin, and the next
     batch finds less to redo."""
+    if plan.purge:
+        plan.episodes = episode_ids
+        return ordered
     reverted = set(plan.revisions_reverted)
-    plan.episodes = episode_ids if plan.purge else [e for e in episode_ids
-                                                    if states[e][0] == "active" and e not in reverted]
-    chosen = set(plan.episodes)
-    plan.already_undone = [e for e in episode_ids if e not in chosen and e not in reverted]
-    return sorted(plan.episodes, key=lambda e: (states[e][1], e), reverse=True)
+    left_out = reverted | inactive.keys()
+    plan.episodes = [e for e in episode_ids if e not in left_out]
+    plan.already_undone = [e for e in episode_ids if e in inactive and e not in reverted]
+    return [e for e in ordered if e not in left_out]
 
 
 def _undo_batch(db: Database, at: str, episode_ids: list[str], touched: Touched, purge: bool,
-                entry: journal.Entry | None, owed: underived.Owed | None = None) -> SlotChanges:
+                entry: journal.Entry | None, changes: ChangedVersions, owed: underived.Owed | None = None) -> None:
     """One batch of an undo: its episodes out, the facts recomputed (or, with ``owed``,
-    owed), and the journal's list of episodes taken out brought up to date."""
+    owed) and what that did kept in ``changes``, and the journal's list of episodes
+    taken out brought up to date."""
     if purge:
-        changes = purge_episodes(db, episode_ids, at)
+        changes.absorb(purge_episodes(db, episode_ids, at))
     else:
         touched.update(expire_episodes(db, episode_ids, at))
         if owed is None:
-            changes = recompute(db, at, touched)
+            changes.absorb(recompute(db, at, touched))
         else:
             rename(db, touched)
-            changes = owed.add(db, touched, at)
+            owed.add(db, touched, at, changes.absorb)
     if entry is not None:
         assert entry.episode_ids is not None
         entry.episode_ids += episode_ids
         entry.counts = {"episodes": len(entry.episode_ids)}
         journal.save_counts(db, entry)
-    return changes
 
 
 def _undo_operation(db: Database, clock: Clock, operation_id: str, kind: UndoKind, *, apply: bool) -> UndoPlan:

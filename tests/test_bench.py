@@ -78,6 +78,8 @@ def test_the_backfill_table_has_every_row_of_issue_15_with_floor_and_ratio():
     against_a_floor = {"structured ingest", "recall --json, whole process", "memctl --help", "log ingest, rules extractor",
                        "undo of a whole ingest"}
     assert all(row["ratio"] > 0 for row in rows if row["row"] in against_a_floor)
+    (undo,) = [row for row in rows if row["row"] == "undo of a whole ingest"]
+    assert 0 < undo["peak_rss_mb"] and f"peak RSS {undo['peak_rss_mb']} MB" in undo["now"]
     markdown = subprocess.run([sys.executable, str(BENCH), *args, "--markdown"], capture_output=True, text=True,
                               timeout=600)
     assert markdown.returncode == 0, markdown.stderr[-3000:]

@@ -32,6 +32,10 @@ CACHE_KIB = 65536
 # 144.5 s with it, 131.5 s with this, peak RSS 196 → 277 MB). A reader keeps the smaller
 # one: a server has one per thread.
 WRITER_CACHE_KIB = 131072
+# An undo of episodes keeps the readers' size: it reads the pages of what it takes out
+# about once, so twice the cache bought it little (the 334k-episode undo of the 1M store
+# took 120 s with 128 MB and 128 s with 64) and cost it all (peak RSS 348 MB against 272).
+UNDO_CACHE_KIB = CACHE_KIB
 # How many migrations memctl.store.schema has (tests/test_schema.py pins it): a reader
 # that finds them all applied needs neither the writer nor sqlite-utils.
 SCHEMA_MIGRATIONS = 18
@@ -323,6 +327,20 @@ def checkpoint(db: Database) -> bool:
     finally:
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return not busy
+
+
+@contextmanager
+def cache_of(db: Database, kib: int) -> Iterator[None]:
+    """The writer's page cache at ``kib`` while the block runs, then the writer's own again
+    (SQLite; PostgreSQL's cache is the server's)."""
+    if on_postgres(db):
+        yield
+        return
+    db.execute(f"PRAGMA cache_size = -{kib}")
+    try:
+        yield
+    finally:
+        db.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
 
 
 def data_version(db: Database) -> int | str:

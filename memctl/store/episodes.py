@@ -418,6 +418,24 @@ def touched_by(db: Database, episode_ids: Sequence[str | int], *, active_only: b
     return touched
 
 
+def latest_first(db: Database, episode_ids: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The stored episodes among ``episode_ids``, latest reference time first (then id),
+    and the status of those that are not active. Sorted by the database, from a temporary
+    table: a whole ingest's 333k episodes, read and sorted here, took 90 MB."""
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS ordering_episodes (id TEXT PRIMARY KEY) WITHOUT ROWID")
+    db.execute("DELETE FROM temp.ordering_episodes")
+    db.conn.executemany("INSERT OR IGNORE INTO temp.ordering_episodes VALUES (?)", ((e,) for e in episode_ids))
+    ordered: list[str] = []
+    inactive: dict[str, str] = {}
+    for episode_id, status in db.execute("SELECT e.id, e.status FROM temp.ordering_episodes o JOIN episodes e "
+                                         "ON e.id = o.id ORDER BY e.reference_time DESC, e.id DESC"):
+        ordered.append(episode_id)
+        if status != "active":
+            inactive[episode_id] = status
+    db.execute("DELETE FROM temp.ordering_episodes")
+    return ordered, inactive
+
+
 def expire_episodes(db: Database, episode_ids: list[str], at: str) -> Touched:
     """Undo: the episodes' assertions stop being believed at ``at``; history keeps them."""
     touched = touched_by(db, episode_ids, active_only=True, added=False)

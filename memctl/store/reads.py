@@ -204,15 +204,6 @@ def next_position(db: Queryable, source: str) -> int:
     return db.execute("SELECT coalesce(max(position), 0) + 1 FROM episodes WHERE source = ?", [source]).fetchone()[0]
 
 
-def episode_states(db: Queryable, episode_ids: list[str]) -> dict[str, tuple[str, str]]:
-    """(status, reference time) of each stored episode."""
-    states: dict[str, tuple[str, str]] = {}
-    for chunk, marks in in_chunks(episode_ids):
-        states.update((row[0], row[1:]) for row in db.execute(
-            f"SELECT id, status, reference_time FROM episodes WHERE id IN ({marks})", chunk))
-    return states
-
-
 def _episode_filter(db: Queryable, source: str | None, status: str | None, format: str | None, since: str | None,
                     until: str | None, extraction: str | None = None, words: str | None = None) -> tuple[str, list[str]]:
     from memctl.store import text_search

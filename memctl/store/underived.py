@@ -234,11 +234,12 @@ class Owed:
         db.conn.executemany("INSERT OR IGNORE INTO temp.taken_out VALUES (?)", ((e,) for e in episode_ids))
         self._taking_out = True
 
-    def add(self, db: Database, touched: Touched, at: str) -> SlotChanges:
+    def add(self, db: Database, touched: Touched, at: str,
+            on_ended: Callable[[SlotChanges], object] = lambda changes: None) -> None:
         """What a batch committed at ``at`` touched, by its changes (never a slot to resolve
-        whole: that needs no stretch of time, and is done at once); what it did to facts
-        at once (an undo's slots left empty: ``taking_out``)."""
-        from memctl.store.facts import SlotChanges, end_if_left_empty
+        whole: that needs no stretch of time, and is done at once); ``on_ended`` is told
+        what it did to facts at once (an undo's slots left empty: ``taking_out``)."""
+        from memctl.store.facts import end_if_left_empty
 
         assert not (touched.slots or touched.values), "a change to resolve whole is not owed"
         if not self._started:
@@ -247,12 +248,12 @@ class Owed:
             forget_changes(db)
             derive_left_over(db, lambda: at)
             self._started = True
-        ended = end_if_left_empty(db, list(touched.changed), at) if self._taking_out else SlotChanges()
+        if self._taking_out:
+            end_if_left_empty(db, list(touched.changed), at, on_ended)
         kept = owe(db, self.operation_id, touched.changed, at)
         self.instants += kept
         if kept and self.since is None:
             self.since = time.monotonic()
-        return ended
 
     def derive_if_due(self, db: Database, clock: Clock, on_derived: Callable[[SlotChanges], object]) -> None:
         """Between batches: derive the facts that are out of date, once enough changes to
