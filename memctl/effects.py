@@ -7,7 +7,8 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any, overload
 
-from memctl.reports import STREAMING_JSON, Effects, FactChange
+from memctl.reports import Effects, FactChange
+from memctl.results import STREAMING_JSON
 from memctl.store.changed import KINDS, ChangedVersions
 from memctl.store.facts import SlotChanges, fact_shape
 from memctl.store.reads import entity_names

@@ -87,7 +87,7 @@ def print_json(data) -> None:
     holds, and neither they nor the text of them are ever held whole here."""
     from itertools import islice
 
-    from memctl.reports import STREAMING_JSON
+    from memctl.results import STREAMING_JSON
 
     streaming = STREAMING_JSON.set(True)
     try:

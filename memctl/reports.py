@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, dataclass_transform
@@ -17,10 +16,6 @@ from memctl.results import StoredAssertion, as_json
 if TYPE_CHECKING:
     from memctl.model import Episode
     from memctl.sources import Skipped
-
-# Set while ``memctl --json`` writes a result: a long list in it (a plan's changes) is then
-# left as it is by to_json(), and written as it is read (``invocation.print_json``).
-STREAMING_JSON: ContextVar[bool] = ContextVar("streaming_json", default=False)
 
 
 class Record:

@@ -14,6 +14,7 @@ those keep working.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 
 # How a turn's stored text is laid out: "User: …", a blank line, "Assistant: …"
@@ -28,6 +29,9 @@ class Answer(Protocol):
 
 
 _SCALARS = frozenset({str, int, float, bool})
+# Set while ``memctl --json`` writes a result: a long list in it (a plan's changes) is then
+# left as it is by to_json(), and written as it is read (``invocation.print_json``).
+STREAMING_JSON: ContextVar[bool] = ContextVar("streaming_json", default=False)
 
 
 def as_json(value: Any) -> Any:
