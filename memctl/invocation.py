@@ -105,7 +105,7 @@ def print_json(data) -> None:
 
 def _encoded(value, newline: str, encoder=None):
     """``value``'s JSON, indented two spaces a level, in pieces: a sequence left as it is
-    (``reports.STREAMING_JSON``) one item at a time, and the dicts that hold one key by
+    (``results.STREAMING_JSON``) one item at a time, and the dicts that hold one key by
     key; the rest whole."""
     import json
 

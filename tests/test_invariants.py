@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from memctl import times, undo
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
+from memctl.store import facts as stored_facts
 from memctl.store import on_postgres
 from tests.conftest import FakeClock, current_facts
 
@@ -194,7 +195,9 @@ def test_undo_is_an_exact_inverse(made, data, purge):
     memory = ingested([first, later])
     memory.clock.advance(seconds=1)
     # In batches: the first resolves its facts as it commits, the rest owe theirs until the end.
-    with patch.object(undo, "UNDO_FIRST_BATCH", data.draw(st.integers(1, 3))):
+    # ...and the slots a batch leaves empty have their facts ended a few slots at a time.
+    with patch.object(undo, "UNDO_FIRST_BATCH", data.draw(st.integers(1, 3))), \
+            patch.object(stored_facts, "ENDED_SLOTS_AT_ONCE", data.draw(st.integers(1, 2))):
         plan = memory.undo([e.id for e in undone], apply=True, purge=purge)
     assert plan["applied"] and sorted(plan["episodes"]) == sorted(e.id for e in undone)
     remaining = [e for e in made if e.id not in {u.id for u in undone}]

@@ -17,7 +17,9 @@ from memctl import long_operation, times
 from memctl import undo as undo_module
 from memctl.memory import Memory
 from memctl.model import Assertion, Episode, content_hash
+from memctl.store import facts as stored_facts
 from memctl.store import underived
+from memctl.store.connection import tentative
 from tests.conftest import FakeClock, current_facts, open_store
 
 DAYS = [times.normalize_instant(f"2024-01-{day:02d}") for day in range(1, 29)]
@@ -414,6 +416,7 @@ def test_a_slot_the_undo_leaves_empty_loses_its_facts_in_the_batch_that_first_ch
     batch takes the latest off. A slot that keeps an assertion of another ingest keeps its
     facts (resolved from what is left), and the end is what one transaction would make."""
     monkeypatch.setattr(undo_module, "UNDO_FIRST_BATCH", 1)
+    monkeypatch.setattr(stored_facts, "ENDED_SLOTS_AT_ONCE", 1)  # each slot's facts ended, and told, on its own
     monkeypatch.setattr(undo_module, "next_batch_size", lambda *_, **__: 2)
     path = db_path
     memory = Memory.open(path, FakeClock())
@@ -495,3 +498,27 @@ def test_an_interrupted_ingest_whose_file_fails_too_still_stops_as_interrupted(t
     memory.close()
     assert_exact(Memory.open(db_path, FakeClock("2026-02-01T00:00:00Z")))
     assert owed_rows(db_path) == []
+
+
+def test_the_facts_of_slots_left_empty_are_ended_and_told_a_few_slots_at_a_time(monkeypatch, db_path):
+    """What ends at once, a lot of ``ENDED_SLOTS_AT_ONCE`` slots at a time: every open fact
+    of each slot whose every assertion the undo takes out, and none of a slot that keeps
+    one; each lot handed on (to the plan) as it ends, not all of them at the end."""
+    monkeypatch.setattr(stored_facts, "ENDED_SLOTS_AT_ONCE", 2)
+    memory = Memory.open(db_path, FakeClock())
+    memory.ingest_episodes(MADE, batch_size=len(MADE))
+    kept = episode(100, "svc10", "nomad")  # said by another ingest: svc10 is not left empty
+    memory.ingest_episodes([kept])
+    db = memory.db
+    slots = [tuple(row) for row in db.execute("SELECT DISTINCT subject_id, predicate_key FROM facts ORDER BY 1, 2")]
+    names = dict(db.execute("SELECT id, name FROM entities").fetchall())
+    told: list[list[str]] = []
+    with tentative(db):
+        underived.Owed(operation_id="op_test").taking_out(db, [e.id for e in MADE])
+        stored_facts.end_if_left_empty(db, slots, "2030-01-01T00:00:00.000000Z",
+                                       lambda ended: told.append([names[row["subject_id"]] for row in ended.expired]))
+        still_open = {names[row[0]] for row in db.execute("SELECT subject_id FROM facts WHERE expired_at IS NULL")}
+    left_empty = sorted({f"svc{n}" for n in range(12)} - {"svc10"} | {"billing"})
+    assert [len(set(lot)) for lot in told] == [2] * (len(left_empty) // 2) + [1] * (len(left_empty) % 2)
+    assert sorted({name for lot in told for name in lot}) == left_empty and still_open == {"svc10"}
+    assert sum(map(len, told)) == sum(1 for row in current_facts(memory) if row[0] != "svc10")

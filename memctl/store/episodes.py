@@ -427,7 +427,9 @@ def latest_first(db: Database, episode_ids: list[str]) -> tuple[list[str], dict[
     db.conn.executemany("INSERT OR IGNORE INTO temp.ordering_episodes VALUES (?)", ((e,) for e in episode_ids))
     ordered: list[str] = []
     inactive: dict[str, str] = {}
-    for episode_id, status in db.execute("SELECT e.id, e.status FROM temp.ordering_episodes o JOIN episodes e "
+    # CROSS JOIN: from the few named to their rows; else SQLite walks every episode in the
+    # order asked for, to spare a sort (23 ms for one episode of 33k).
+    for episode_id, status in db.execute("SELECT e.id, e.status FROM temp.ordering_episodes o CROSS JOIN episodes e "
                                          "ON e.id = o.id ORDER BY e.reference_time DESC, e.id DESC"):
         ordered.append(episode_id)
         if status != "active":

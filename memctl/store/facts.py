@@ -226,7 +226,6 @@ def end_if_left_empty(db: Database, slots: list[Slot], at: str, on_ended: Callab
             f"RETURNING {FACT_COLUMNS}", [at]).fetchall()
         # In the facts' order: RETURNING gives the rows in no order of its own.
         changes = SlotChanges(expired=[dict(zip(columns, row)) for row in sorted(ended)])
-        del ended
         summaries.mark_changed(db, changes.expired, (), at)
         on_ended(changes)
 
