@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memctl import effects as effects_module
+from memctl import invocation
 from memctl.effects import FactChanges, effects
 from memctl.invocation import print_json
 from memctl.memory import Memory
@@ -117,7 +118,7 @@ def written(plan) -> str:
 def test_effects_across_batches_are_the_dict_plans_and_print_as_json_dumps_would(made, on_disk):
     # Small pages and lookups, and a cache of a few pages, so that every boundary is crossed.
     with patch.object(effects_module, "PAIRS_PER_LOOKUP", 3), patch.object(effects_module, "CHANGES_PER_READ", 2), \
-            patch.object(changed, "SCRATCH_CACHE_KIB", 8):
+            patch.object(changed, "SCRATCH_CACHE_KIB", 8), patch.object(invocation, "JSON_ITEMS_PER_PAGE", 2):
         versions = ChangedVersions(on_disk=on_disk)
         for batch in made:
             versions.absorb(batch)
