@@ -103,6 +103,10 @@ class FactChanges(Sequence[FactChange]):
     def __repr__(self) -> str:
         return repr(list(self))
 
+    def __reduce__(self) -> tuple:
+        """A copy or a pickle of it is the list it reads as: its scratch database is not shared."""
+        return list, (list(self),)
+
     def to_json(self) -> Any:
         """The changes' JSON: a list; while ``STREAMING_JSON`` is set, this sequence itself,
         for the writer to encode one change at a time."""

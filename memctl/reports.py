@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, dataclass_transform
 
@@ -417,7 +417,7 @@ class IngestReport(Record):
                     or (self.collected is not None and self.collected.errors))
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "partial": self.partial}
+        return {**Record.to_json(self), "partial": self.partial}
 
     def count(self, episode: Episode) -> None:
         self.episodes += 1

@@ -10,8 +10,10 @@ one change at a time.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
+import pickle
 import sqlite3
 from unittest.mock import patch
 
@@ -145,6 +147,9 @@ def test_one_recomputation_is_sorted_as_a_whole_operation_is():
                                            "2024-01-01T00:00:00.000000Z", None, compared=True,
                                            invalid_at_before="2024-03-01T00:00:00.000000Z")
     assert isinstance(found.reopened, FactChanges) and not found.removed and found.removed == []
+    # A copy or a pickle holds the changes, not the scratch database they are read from.
+    for copied in (copy.deepcopy(found), pickle.loads(pickle.dumps(found))):
+        assert copied == found and type(copied.reopened) is list and copied.reopened == list(found.reopened)
 
 
 def test_an_undo_of_thousands_of_facts_prints_them_all_as_the_library_plans_them(cli, db_path, tmp_path):
