@@ -101,26 +101,26 @@ def test_an_undo_reads_its_episodes_before_the_lock_and_again_if_another_writer_
     """Undo looks its episodes up before taking the write lock (for a whole ingest that is
     seconds of lookups); another process's commit in between must not be missed: the
     episode it undid is reported as undone already, and undoing this undo leaves it so."""
-    from memctl.store import reads
+    from memctl import undo as undo_module
 
     memory, other = Memory.open(tmp_path / "m.db", FakeClock()), Memory.open(tmp_path / "m.db", FakeClock())
     memory.ingest([FIXTURE], IngestOptions())
     first, second = [e.id for e in memory.episodes()][:2]
-    read = reads.episode_states
+    read = undo_module.latest_first
     calls = []
 
     def read_then_another_writer_commits(db, episode_ids):
-        states = read(db, episode_ids)
+        found = read(db, episode_ids)
         calls.append(len(episode_ids))
         if len(calls) == 1:
             other.undo([first], apply=True)  # between this undo's look-up and its lock
-        return states
+        return found
 
-    monkeypatch.setattr(reads, "episode_states", read_then_another_writer_commits)
+    monkeypatch.setattr(undo_module, "latest_first", read_then_another_writer_commits)
     plan = memory.undo([first, second], apply=True)
     assert plan.episodes == [second] and plan.already_undone == [first]
     assert len(calls) == 3, "the other undo's look-up, and this one's again under the lock"
-    monkeypatch.setattr(reads, "episode_states", read)
+    monkeypatch.setattr(undo_module, "latest_first", read)
     assert memory.undo([plan.operation_id], apply=True).episodes == [second]
     assert {e.id: e.status for e in memory.episodes()}[first] == "undone"
     memory.close()
