@@ -7,9 +7,9 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any, overload
 
-from memctl.reports import Effects, FactChange
+from memctl.reports import EFFECTS, Effects, FactChange
 from memctl.results import STREAMING_JSON
-from memctl.store.changed import KINDS, ChangedVersions
+from memctl.store.changed import ChangedVersions
 from memctl.store.facts import SlotChanges, fact_shape
 from memctl.store.reads import entity_names
 
@@ -39,7 +39,7 @@ def effects(db: Database, changes: SlotChanges | ChangedVersions) -> Effects:
                     if before is None or now is None or fact_shape(before) != fact_shape(now)]:
         names = entity_names(db, {version[id_] for pair in chunk for version in pair if version is not None
                                   for id_ in ("subject_id", "object_id")})
-        described: dict[str, list[tuple]] = {kind: [] for kind in KINDS}
+        described: dict[str, list[tuple]] = {kind: [] for kind in EFFECTS}
         for before, now in chunk:
             if before is None:
                 assert now is not None  # a place has a version before, now or both
@@ -51,7 +51,7 @@ def effects(db: Database, changes: SlotChanges | ChangedVersions) -> Effects:
                 described["reopened" if reopened else "changed"].append(_described(now, names, before))
         for kind, rows in described.items():
             changes.describe(kind, rows)
-    return Effects(**{kind: FactChanges(changes, kind) for kind in KINDS})
+    return Effects(**{kind: FactChanges(changes, kind) for kind in EFFECTS})
 
 
 def _described(version: Row, names: dict[int, str], before: Row | None = None) -> tuple:

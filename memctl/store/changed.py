@@ -16,6 +16,7 @@ reads it.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import groupby
@@ -32,7 +33,6 @@ VERSION_COLUMNS = ("id", "subject_id", "predicate", "predicate_key", "object_id"
                    "valid_at", "invalid_at", "end_reason")
 # What it says of each change (reports.FactChange's fields, in order).
 CHANGE_COLUMNS = ("fact", "subject", "predicate", "object", "valid_at", "invalid_at", "compared", "invalid_at_before")
-KINDS = ("removed", "reopened", "changed", "added")
 # 4 MB of pages; past it, the scratch database spills to its file. What it does is append,
 # then read once in order, which a small cache serves as well as a big one.
 SCRATCH_CACHE_KIB = 4096
@@ -59,7 +59,7 @@ class ChangedVersions:
         # One table for the four kinds: a table costs 30 µs to make, and most plans are small.
         self.conn.execute(f"CREATE TABLE described (kind TEXT, n INTEGER, {', '.join(CHANGE_COLUMNS)}, "
                           "PRIMARY KEY (kind, n)) WITHOUT ROWID")
-        self._counts = dict.fromkeys(KINDS, 0)
+        self._counts: Counter[str] = Counter()  # changes kept, by kind (reports.EFFECTS)
 
     def absorb(self, later: SlotChanges) -> ChangedVersions:
         """Add the operation's next recomputation: a version an earlier batch inserted and
