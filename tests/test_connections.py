@@ -97,6 +97,22 @@ def test_a_reader_on_a_file_that_is_not_migrated_yet_migrates_it_first(tmp_path)
     memory.close()
 
 
+def test_an_undo_orders_its_episodes_latest_first_and_names_those_gone_or_undone(tmp_path):
+    """What an undo looks up first: its episodes, latest first; one undone is named so,
+    and one purged by another process since it was named is named purged, not undone again."""
+    from memctl.store.episodes import latest_first
+
+    memory = Memory.open(tmp_path / "m.db", FakeClock())
+    memory.ingest([FIXTURE], IngestOptions())
+    episodes = memory.episodes()
+    memory.undo([episodes[0].id], apply=True)
+    named = [e.id for e in episodes] + ["ep_gone"]
+    ordered, inactive = latest_first(memory.db, named)
+    by_time = sorted(episodes, key=lambda e: (e.reference_time, e.id), reverse=True)
+    assert ordered == [e.id for e in by_time] and inactive == {episodes[0].id: "undone", "ep_gone": "purged"}
+    memory.close()
+
+
 def test_an_undo_reads_its_episodes_before_the_lock_and_again_if_another_writer_committed_since(tmp_path, monkeypatch):
     """Undo looks its episodes up before taking the write lock (for a whole ingest that is
     seconds of lookups); another process's commit in between must not be missed: the
