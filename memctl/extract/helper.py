@@ -4,7 +4,7 @@ The rules read every sentence of a log in Python, about half of a log ingest, an
 episode's reading depends on its text alone. On a machine with two cores or more, an
 ingest hands the helper each chunk whole and reads the next chunk's file lines
 meanwhile (``send``); elsewhere (a retry) a large chunk is split in two by characters,
-this process reading the first half while the helper reads the second (``map``).
+the helper reading the first half while this process reads the second (``map``).
 Results come back in order, the same as if one process had read them all.
 
 What may go wrong is kept to this process. A helper that dies, or meets what the
@@ -69,55 +69,48 @@ class Helper:
         process waited for the last one: more when the helper was done first, less when it
         was not. One chunk at a time: take its outcomes before sending the next (so that
         neither process ever waits to send while the other does)."""
+        receive = self._shared(given, self.share)
+
+        def adapted() -> list[Outcome]:
+            began = time.monotonic()
+            outcomes = receive()
+            waited = time.monotonic() - began > WAITED_SECONDS
+            self.share = min(MOST_SHARE, max(LEAST_SHARE, self.share + (-SHARE_STEP if waited else SHARE_STEP)))
+            return outcomes
+
+        return adapted
+
+    def map(self, given: list[Given]) -> list[Outcome]:
+        """Each request's outcome, in order: half of them by characters read by the helper,
+        the other half here meanwhile."""
+        return self._shared(given, 0.5)()
+
+    def _shared(self, given: list[Given], share: float) -> Callable[[], list[Outcome]]:
+        """The first ``share`` of the requests' characters sent to the helper, the rest read
+        here; the callable waits for the helper's. A helper that is gone has its part read
+        here, and is not asked again."""
         from memctl.extract.rules import read_one
 
-        split = _at_share(given, self.share)
-        try:
-            self.pipe.send(given[:split])
-        except OSError:
-            self.alive = False
+        split = _at_share(given, share)
+        if self.alive:
+            try:
+                self.pipe.send(given[:split])
+            except OSError:
+                self.alive = False
+        if not self.alive:
             outcomes = [read_one(item) for item in given]
             return lambda: outcomes
         mine = [read_one(item) for item in given[split:]]
 
         def receive() -> list[Outcome]:
-            began = time.monotonic()
             try:
                 theirs = self.pipe.recv()
-            except (EOFError, OSError):  # the helper is gone: its part is read here, and it is not asked again
+            except (EOFError, OSError):
                 self.alive = False
-                return [read_one(item) for item in given[:split]] + mine
-            waited = time.monotonic() - began > WAITED_SECONDS
-            self.share = min(MOST_SHARE, max(LEAST_SHARE, self.share + (-SHARE_STEP if waited else SHARE_STEP)))
+                theirs = [read_one(item) for item in given[:split]]
             return theirs + mine
 
         return receive
-
-    def map(self, given: list[Given]) -> list[Outcome]:
-        """Each request's outcome, in order: the first half by characters read here, the
-        rest by the helper meanwhile."""
-        from memctl.extract.rules import read_one
-
-        split = _halfway(given)
-        if not self.alive or split == len(given):
-            return [read_one(item) for item in given]
-        try:
-            self.pipe.send(given[split:])
-        except OSError:
-            self.alive = False
-            return [read_one(item) for item in given]
-        first = [read_one(item) for item in given[:split]]
-        try:
-            second = self.pipe.recv()
-        except (EOFError, OSError):  # the helper is gone: its half is read here, and it is not asked again
-            self.alive = False
-            second = [read_one(item) for item in given[split:]]
-        return first + second
-
-
-def _halfway(given: list[Given]) -> int:
-    """Where the second half begins, by characters."""
-    return _at_share(given, 0.5)
 
 
 def _at_share(given: list[Given], share: float) -> int:
